@@ -1,0 +1,184 @@
+"""The ``clusterbench`` command: ``run`` (Hydra), ``table``, ``list`` and ``data`` (argparse).
+
+Hydra parses all of ``sys.argv`` and has no subcommands, so ``main`` dispatches on the first
+word and hands ``run``'s remaining words to the Hydra app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import to_absolute_path
+from omegaconf import DictConfig, open_dict
+
+from clusterbench.catalog import CONF_DIR, GROUPS, check_option, load_option, options
+from clusterbench.errors import UserError
+
+USAGE = """usage: clusterbench COMMAND [ARGS]
+
+commands:
+  run [-m] [KEY=VALUE ...]   fit, score and record; -m sweeps comma-separated values (Hydra multirun)
+                             e.g. clusterbench run method=kmeans dataset=zoo
+                                  clusterbench run -m experiment=clam_baselines profile=smoke
+  table NAME ... | --all     aggregate records into a paper's table, ours beside the paper's
+  list                       datasets, methods, metric suites, profiles, experiments, tables
+  data import DIR            copy <name>.npz files (arrays X, y) into the data cache
+  data pull NAME             download a dataset from OpenML into the data cache
+  data path                  print the data cache folder ($CLUSTERBENCH_DATA)
+"""
+
+_FAILED_POINTS = []  # grid points that failed in this process; makes `run` exit 1
+
+
+# An absolute path: the editable install imports this module through a finder, where Hydra would
+# resolve a relative config_path as a package.
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+def hydra_job(cfg: DictConfig) -> None:
+    from clusterbench.runner import run_job, summary_line
+
+    choice = HydraConfig.get().runtime.choices.get("experiment")
+    experiment = choice if choice not in (None, "null") else "adhoc"
+    with open_dict(cfg):
+        cfg.results_dir = to_absolute_path(cfg.results_dir)
+    try:
+        outcomes = run_job(cfg, experiment)
+    except UserError as exc:
+        print(f"clusterbench: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    for outcome in outcomes:
+        print(summary_line(cfg.dataset.name, cfg.method.name, cfg.seed, outcome), flush=True)
+        if outcome.status == "failed":
+            _FAILED_POINTS.append(outcome)
+
+
+_SWEEP_FUNCTION = re.compile(r"^\w+\(")
+
+
+def check_group_overrides(words: list[str]) -> None:
+    """Name unknown datasets, methods, … before Hydra starts (its own message is a stack of lines)."""
+    for word in words:
+        key, sep, value = word.lstrip("+").partition("=")
+        if not sep or key not in GROUPS or _SWEEP_FUNCTION.match(value):
+            continue
+        for name in value.split(","):
+            if name and name != "null":
+                check_option(key, name)
+
+
+def command_run(words: list[str]) -> int:
+    check_group_overrides(words)
+    sys.argv = ["clusterbench run", *words]
+    hydra_job()
+    return 1 if _FAILED_POINTS else 0
+
+
+def command_table(words: list[str]) -> int:
+    from clusterbench.tables import build_table
+
+    parser = argparse.ArgumentParser(prog="clusterbench table")
+    parser.add_argument("names", nargs="*", help="table specs in conf/table (see `clusterbench list`)")
+    parser.add_argument("--all", action="store_true", help="every table whose records exist")
+    parser.add_argument("--profile", default="paper", help="which profile's records (default: paper)")
+    parser.add_argument("--results-dir", default="results", type=Path)
+    # Accept Hydra-style profile=… and results_dir=… too, as `run` does.
+    words = [re.sub(r"^(profile|results_dir)=", lambda m: f"--{m[1].replace('_', '-')}=", w) for w in words]
+    args = parser.parse_args(words)
+    names = options("table") if args.all else args.names
+    if not names:
+        raise UserError("name a table (see `clusterbench list`) or pass --all")
+    built = 0
+    for name in names:
+        outputs = build_table(name, args.results_dir, args.profile, skip_empty=args.all)
+        if outputs is None:
+            continue
+        built += 1
+        print(outputs.markdown)
+        print(f"\nwrote {', '.join(str(p) for p in outputs.paths)}\n")
+    if args.all and not built:
+        print(f"no records under {args.results_dir}/runs/{args.profile}; run an experiment first")
+    return 0
+
+
+def command_list(words: list[str]) -> int:
+    from clusterbench.data import cache_dir
+
+    if words:
+        raise UserError("`clusterbench list` takes no arguments")
+    cache = cache_dir()
+    print(f"datasets (cache: {cache})")
+    print(f"  {'name':<20} {'n':>7} {'d':>6} {'k':>4}  {'cached':<6}  source")
+    for name in options("dataset"):
+        spec = load_option("dataset", name)
+        n, d = spec.get("shape", ["?", "?"])
+        source = spec.source
+        target = source._target_.rsplit(".", 1)[-1]
+        if target == "cached":
+            origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
+            cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
+        else:
+            origin, cached = (f"sklearn {source.loader}" if target == "sklearn_bundled" else f"generator {target}"), "-"
+        print(f"  {name:<20} {n:>7} {d:>6} {spec.n_clusters:>4}  {cached:<6}  {origin}")
+    for group in ("method", "metrics", "profile", "experiment", "table"):
+        print(f"{group}: {', '.join(options(group))}")
+    return 0
+
+
+def command_data(words: list[str]) -> int:
+    from clusterbench.data import cache_dir
+    from clusterbench.data.sources import fetch_openml, read_npz, write_npz
+
+    parser = argparse.ArgumentParser(prog="clusterbench data")
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("import", help="copy <name>.npz files into the cache").add_argument("folder", type=Path)
+    sub.add_parser("pull", help="download from OpenML into the cache").add_argument("name")
+    sub.add_parser("path", help="print the cache folder")
+    args = parser.parse_args(words)
+    cache = cache_dir()
+    if args.action == "path":
+        print(cache)
+    elif args.action == "import":
+        files = sorted(args.folder.glob("*.npz"))
+        if not files:
+            raise UserError(f"no .npz files in {args.folder}; each file holds arrays X (n, d) and y (n,)")
+        cache.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            read_npz(file)  # refuse files without X and y before copying anything
+            if file.resolve() != (cache / file.name).resolve():
+                shutil.copyfile(file, cache / file.name)
+        print(f"imported {len(files)} file(s) into {cache}")
+    else:
+        source = load_option("dataset", args.name).source
+        if not source.get("openml_id"):
+            raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
+        data = fetch_openml(source.name, source.openml_id, source.get("target"), source.get("drop_columns", ()))
+        write_npz(cache / f"{source.name}.npz", data)
+        print(f"wrote {cache / (source.name + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
+    return 0
+
+
+COMMANDS = {"run": command_run, "table": command_table, "list": command_list, "data": command_data}
+
+
+def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    if not words or words[0] in {"-h", "--help", "help"}:
+        print(USAGE)
+        return 0
+    command = COMMANDS.get(words[0])
+    try:
+        if command is None:
+            raise UserError(f"unknown command '{words[0]}'; use one of {', '.join(COMMANDS)}")
+        return command(words[1:])
+    except UserError as exc:
+        print(f"clusterbench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

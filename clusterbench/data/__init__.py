@@ -1,0 +1,65 @@
+"""Datasets: a config in ``conf/dataset/`` names a source and how the paper prepared the data.
+
+``load_dataset`` applies, in order: split (train/test part), stratified subsample (seeded),
+the profile's size cap, NaN imputation, then the preprocessing (e.g. ``standardize``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from hydra.utils import get_method
+from omegaconf import DictConfig, OmegaConf
+from sklearn.model_selection import StratifiedShuffleSplit
+
+from clusterbench.data.preprocess import impute, preprocess
+from clusterbench.data.sources import RawData, cache_dir
+from clusterbench.errors import UserError
+
+__all__ = ["Dataset", "cache_dir", "load_dataset", "stratified_subsample"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Prepared features ``X`` (float64), labels ``y`` (int), and the number of clusters to find."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    n_clusters: int
+
+
+def stratified_subsample(y: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of a class-stratified subsample of ``size`` points (StratifiedShuffleSplit)."""
+    splitter = StratifiedShuffleSplit(n_splits=1, train_size=size, random_state=seed)
+    index, _ = next(splitter.split(np.zeros(len(y)), y))
+    return np.sort(index)
+
+
+def _split(raw: RawData, split: str | None, name: str) -> RawData:
+    if split is None:
+        return raw
+    if raw.n_train is None:
+        raise UserError(f"dataset '{name}' has no train/test boundary (n_train); remove dataset.split")
+    part = {"train": slice(None, raw.n_train), "test": slice(raw.n_train, None)}.get(split)
+    if part is None:
+        raise UserError(f"dataset.split must be train, test or null, got '{split}'")
+    return RawData(raw.X[part], raw.y[part])
+
+
+def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> Dataset:
+    """Load and prepare the dataset that ``cfg`` (one ``conf/dataset/*.yaml``) describes."""
+    cfg = OmegaConf.create(dict(cfg)) if not isinstance(cfg, DictConfig) else cfg
+    # Called directly rather than through hydra.utils.instantiate, which would wrap a UserError
+    # (e.g. "not in the cache") in an InstantiationException.
+    source = OmegaConf.to_container(cfg.source, resolve=True)
+    raw = _split(get_method(source.pop("_target_"))(**source), cfg.get("split"), cfg.name)
+    X, y = np.asarray(raw.X, dtype=np.float64), np.asarray(raw.y)
+    sizes = [s for s in (cfg.get("subsample"), max_samples) if s is not None]
+    if sizes and min(sizes) < len(y):
+        keep = stratified_subsample(y, int(min(sizes)), int(cfg.get("subsample_seed", 0)))
+        X, y = X[keep], y[keep]
+    X = preprocess(impute(X, cfg.get("impute"), cfg.name), cfg.get("preprocess"))
+    return Dataset(name=cfg.name, X=X, y=y.astype(np.int64), n_clusters=int(cfg.n_clusters))

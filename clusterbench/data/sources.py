@@ -1,0 +1,127 @@
+"""Where raw data comes from: the local ``.npz`` cache (filled from OpenML), scikit-learn, generators.
+
+Every source is a plain function named by ``_target_`` in ``conf/dataset/*.yaml`` and returns
+:class:`RawData`; adding a source is adding a function.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from clusterbench.errors import UserError
+
+DATA_ENV = "CLUSTERBENCH_DATA"
+
+
+@dataclass(frozen=True)
+class RawData:
+    """Features and labels as the source stores them; ``n_train`` marks a train/test boundary."""
+
+    X: np.ndarray
+    y: np.ndarray
+    n_train: int | None = None
+
+
+def cache_dir() -> Path:
+    """The data cache: ``$CLUSTERBENCH_DATA``, else ``~/.cache/clusterbench``."""
+    env = os.environ.get(DATA_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "clusterbench"
+
+
+def read_npz(path: Path) -> RawData:
+    with np.load(path, allow_pickle=False) as archive:
+        missing = {"X", "y"} - set(archive.files)
+        if missing:
+            raise UserError(f"{path} lacks array(s) {sorted(missing)}; a cache file holds X (n, d) and y (n,)")
+        n_train = int(archive["n_train"]) if "n_train" in archive.files else None
+        return RawData(X=archive["X"], y=archive["y"], n_train=n_train)
+
+
+def write_npz(path: Path, data: RawData) -> None:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {"X": data.X, "y": data.y}
+    if data.n_train is not None:
+        arrays["n_train"] = np.asarray(data.n_train)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cached(
+    name: str,
+    openml_id: int | None = None,
+    target: str | None = None,
+    drop_columns: tuple[str, ...] = (),
+) -> RawData:
+    """``<cache>/<name>.npz``; on a miss, fetch OpenML dataset ``openml_id`` and write the cache."""
+    path = cache_dir() / f"{name}.npz"
+    if path.exists():
+        return read_npz(path)
+    if openml_id is None:
+        raise UserError(
+            f"dataset '{name}' is not in the cache ({path}) and has no OpenML source: put {name}.npz "
+            f"(arrays X, y) in a folder and run `clusterbench data import FOLDER`, or set {DATA_ENV}"
+        )
+    data = fetch_openml(name, openml_id, target, drop_columns)
+    write_npz(path, data)
+    return data
+
+
+def fetch_openml(name: str, openml_id: int, target: str | None, drop_columns=()) -> RawData:
+    """Download with the ``openml`` client and encode it as numbers.
+
+    Categorical and boolean columns become their category codes; labels are encoded in sorted
+    order (as scikit-learn's ``LabelEncoder`` does).
+    """
+    import openml
+    import pandas as pd
+
+    try:
+        dataset = openml.datasets.get_dataset(
+            int(openml_id), download_data=True, download_qualities=False, download_features_meta_data=False
+        )
+        target = target or dataset.default_target_attribute
+        frame, labels, _, _ = dataset.get_data(target=target, dataset_format="dataframe")
+    except Exception as exc:  # the openml client raises many types for network and server faults
+        raise UserError(
+            f"could not fetch dataset '{name}' from OpenML (id {openml_id}, {type(exc).__name__}); "
+            f"without internet, put {name}.npz in a folder and run `clusterbench data import FOLDER`"
+        ) from None
+    frame = frame.drop(columns=list(drop_columns), errors="ignore")
+    columns = []
+    for column in frame.columns:
+        series = frame[column]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            codes = series.cat.codes.astype(float)
+            columns.append(codes.where(codes >= 0, np.nan))
+        elif series.dtype == bool:
+            columns.append(series.astype(float))
+        elif pd.api.types.is_numeric_dtype(series):
+            columns.append(series.astype(float))
+        else:
+            raise UserError(
+                f"OpenML dataset {openml_id} column '{column}' is not numeric; add it to "
+                f"source.drop_columns in conf/dataset/{name}.yaml"
+            )
+    X = np.column_stack([c.to_numpy() for c in columns]) if columns else np.empty((len(frame), 0))
+    _, y = np.unique(np.asarray(labels).astype(str), return_inverse=True)
+    return RawData(X=X, y=y.astype(np.int64))
+
+
+def sklearn_bundled(loader: str) -> RawData:
+    """A data set shipped inside scikit-learn, e.g. ``load_digits``."""
+    import sklearn.datasets
+
+    X, y = getattr(sklearn.datasets, loader)(return_X_y=True)
+    return RawData(X=X, y=y)

@@ -1,0 +1,20 @@
+"""Errors a user can fix. The CLI prints them as one line and exits 2, without a traceback."""
+
+
+class UserError(Exception):
+    """A problem with the user's request (names, hyperparameters, data), stated with its fix."""
+
+
+class HyperparameterError(UserError, ValueError):
+    """An invalid hyperparameter value; the message names the parameter and the allowed range."""
+
+
+def is_invalid_parameter(exc: BaseException) -> bool:
+    """True for our own HyperparameterError and for scikit-learn's parameter validation errors.
+
+    scikit-learn raises ``InvalidParameterError`` from a private module, so it is matched by name
+    rather than imported.
+    """
+    return isinstance(exc, HyperparameterError) or any(
+        cls.__name__ == "InvalidParameterError" for cls in type(exc).__mro__
+    )

@@ -1,0 +1,83 @@
+"""Clustering metrics. Each is a plain function of the arrays it needs.
+
+The runner binds arguments by name (``X``, ``y``, ``labels``, ``random_state``) plus the options of
+the metric suite (``conf/metrics/*.yaml``), so a new metric is one function and one YAML entry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+from sklearn import metrics as skm
+from sklearn.metrics.cluster import contingency_matrix
+
+
+def silhouette(X: np.ndarray, labels: np.ndarray, max_samples: int | None = 20000, random_state=0) -> float:
+    """Mean silhouette coefficient (Euclidean) on the preprocessed input, as CLAM reports SC.
+
+    Above ``max_samples`` points it is estimated on a seeded uniform subsample of that size
+    (exact silhouette costs O(n^2)); ``max_samples=None`` always computes it exactly.
+    Undefined (NaN) when the labeling has fewer than 2 or more than n - 1 clusters.
+    """
+    n_labels = len(np.unique(labels))
+    if not 2 <= n_labels <= len(labels) - 1:
+        return float("nan")
+    sample_size = max_samples if max_samples is not None and len(labels) > max_samples else None
+    return float(skm.silhouette_score(X, labels, sample_size=sample_size, random_state=random_state))
+
+
+def nmi(y: np.ndarray, labels: np.ndarray, average_method: str = "arithmetic") -> float:
+    """Normalized mutual information; ``average_method`` is recorded with the value (papers differ)."""
+    return float(skm.normalized_mutual_info_score(y, labels, average_method=average_method))
+
+
+def ari(y: np.ndarray, labels: np.ndarray) -> float:
+    """Adjusted Rand index."""
+    return float(skm.adjusted_rand_score(y, labels))
+
+
+def acc(y: np.ndarray, labels: np.ndarray) -> float:
+    """Clustering accuracy: the best one-to-one matching of clusters to classes (Hungarian).
+
+    With more clusters than classes the unmatched clusters count as errors.
+    """
+    table = contingency_matrix(y, labels)
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum() / len(y))
+
+
+def purity(y: np.ndarray, labels: np.ndarray) -> float:
+    """Share of points whose cluster's majority class is their class (PRCut's code calls it accuracy)."""
+    return float(contingency_matrix(y, labels).max(axis=0).sum() / len(y))
+
+
+def inertia(X: np.ndarray, labels: np.ndarray) -> float:
+    """Sum of squared distances of points to the mean of their cluster (the k-means objective)."""
+    total = 0.0
+    for label in np.unique(labels):
+        members = X[labels == label]
+        total += float(((members - members.mean(axis=0)) ** 2).sum())
+    return total
+
+
+def n_found(labels: np.ndarray) -> float:
+    """Number of distinct clusters in the labeling (degenerate solutions find fewer than asked)."""
+    return float(len(np.unique(labels)))
+
+
+def agreement(labels_a: np.ndarray, labels_b: np.ndarray, average_method: str = "arithmetic") -> dict:
+    """NMI and ARI between two clusterings of the same points (CLAM Table 8)."""
+    return {
+        "nmi": nmi(labels_a, labels_b, average_method=average_method),
+        "ari": ari(labels_a, labels_b),
+    }
+
+
+def call_metric(function: Callable, available: Mapping, options: Mapping) -> float:
+    """Call ``function`` with the arrays it names from ``available`` plus the suite's ``options``."""
+    wanted = inspect.signature(function).parameters
+    arguments = {name: value for name, value in available.items() if name in wanted}
+    return function(**arguments, **options)

@@ -1,0 +1,86 @@
+"""Tidy result records: one small long-format CSV per job and grid point, one row per metric.
+
+A record's file name is the hash of everything that determines its numbers, so a rerun finds what
+is done and skips it. Files are written to a temporary name and renamed: a killed sweep never
+leaves half a record.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+COLUMNS = [
+    "experiment",
+    "profile",
+    "dataset",
+    "method",
+    "variant",
+    "seed",
+    "params",
+    "metric",
+    "metric_params",
+    "value",
+    "status",
+    "error",
+    "fit_seconds",
+    "device",
+    "config_hash",
+    "clusterbench_version",
+    "timestamp",
+]
+
+
+def config_hash(identity: Mapping) -> str:
+    """A short stable hash of a JSON-serialisable description of a job."""
+    text = json.dumps(identity, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def record_path(results_dir: Path, profile: str, experiment: str, dataset: str, method: str, key: str) -> Path:
+    return Path(results_dir) / "runs" / profile / experiment / dataset / method / f"{key}.csv"
+
+
+def write_record(path: Path, rows: Iterable[Mapping]) -> None:
+    """Write rows atomically: a temporary file in the same folder, fsync, then ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows(rows)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_record(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"error": str})
+
+
+def is_complete(path: Path) -> bool:
+    """A record counts as done when it exists and its job did not fail (failed jobs are retried)."""
+    if not path.exists():
+        return False
+    return bool((read_record(path)["status"] != "failed").all())
+
+
+def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | None = None) -> pd.DataFrame:
+    """All records of ``profile`` (optionally only these experiments) as one tidy frame."""
+    root = Path(results_dir) / "runs" / profile
+    folders = [root / name for name in experiments] if experiments is not None else [root]
+    files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*.csv"))
+    if not files:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat([read_record(f) for f in files], ignore_index=True)
