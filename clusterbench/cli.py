@@ -10,12 +10,14 @@ import argparse
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import to_absolute_path
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
+from tqdm.auto import tqdm
 
 from clusterbench.catalog import CONF_DIR, GROUPS, check_option, load_option, options
 from clusterbench.errors import UserError
@@ -33,9 +35,6 @@ commands:
   data path                  print the data cache folder ($CLUSTERBENCH_DATA)
 """
 
-_FAILED_POINTS = []  # grid points that failed in this process; makes `run` exit 1
-
-
 # An absolute path: the editable install imports this module through a finder, where Hydra would
 # resolve a relative config_path as a package.
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -46,15 +45,14 @@ def hydra_job(cfg: DictConfig) -> None:
     experiment = choice if choice not in (None, "null") else "adhoc"
     with open_dict(cfg):
         cfg.results_dir = to_absolute_path(cfg.results_dir)
+    def report(outcome) -> None:
+        tqdm.write(summary_line(cfg.dataset.name, cfg.method.name, cfg.seed, outcome))
+
     try:
-        outcomes = run_job(cfg, experiment)
+        run_job(cfg, experiment, report=report)
     except UserError as exc:
         print(f"clusterbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    for outcome in outcomes:
-        print(summary_line(cfg.dataset.name, cfg.method.name, cfg.seed, outcome), flush=True)
-        if outcome.status == "failed":
-            _FAILED_POINTS.append(outcome)
 
 
 _SWEEP_FUNCTION = re.compile(r"^\w+\(")
@@ -71,11 +69,29 @@ def check_group_overrides(words: list[str]) -> None:
                 check_option(key, name)
 
 
+def open_estimator_overrides(words: list[str]) -> list[str]:
+    """``method.estimator.K=V`` → ``++method.estimator.K=V``: any hyperparameter may be set.
+
+    A method's YAML lists only the hyperparameters it changes, so Hydra would refuse the others
+    (``n_clusters``, ``tol``, …) as not in the config; the runner names unknown ones instead.
+    """
+    return [f"++{word}" if word.startswith("method.estimator.") else word for word in words]
+
+
 def command_run(words: list[str]) -> int:
+    """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
+    from clusterbench.results import failed_since
+
     check_group_overrides(words)
-    sys.argv = ["clusterbench run", *words]
+    given = [w.split("=", 1)[1] for w in words if w.startswith("results_dir=")]
+    results_dir = Path(given[-1] if given else "results")
+    started = time.time() - 1  # file times have coarse resolution on some file systems
+    sys.argv = ["clusterbench run", *open_estimator_overrides(words)]
     hydra_job()
-    return 1 if _FAILED_POINTS else 0
+    failed = failed_since(results_dir, started)
+    if failed:
+        print(f"clusterbench: {len(failed)} grid point(s) failed; see {failed[0]}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def command_table(words: list[str]) -> int:
@@ -122,7 +138,8 @@ def command_list(words: list[str]) -> int:
             origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
             cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
         else:
-            origin, cached = (f"sklearn {source.loader}" if target == "sklearn_bundled" else f"generator {target}"), "-"
+            cached = "-"
+            origin = f"sklearn {source.loader}" if target == "sklearn_bundled" else f"generator {target}"
         print(f"  {name:<20} {n:>7} {d:>6} {spec.n_clusters:>4}  {cached:<6}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")
@@ -131,7 +148,7 @@ def command_list(words: list[str]) -> int:
 
 def command_data(words: list[str]) -> int:
     from clusterbench.data import cache_dir
-    from clusterbench.data.sources import fetch_openml, read_npz, write_npz
+    from clusterbench.data.sources import cached, read_npz
 
     parser = argparse.ArgumentParser(prog="clusterbench data")
     sub = parser.add_subparsers(dest="action", required=True)
@@ -146,19 +163,19 @@ def command_data(words: list[str]) -> int:
         files = sorted(args.folder.glob("*.npz"))
         if not files:
             raise UserError(f"no .npz files in {args.folder}; each file holds arrays X (n, d) and y (n,)")
-        cache.mkdir(parents=True, exist_ok=True)
         for file in files:
             read_npz(file)  # refuse files without X and y before copying anything
+        cache.mkdir(parents=True, exist_ok=True)
+        for file in files:
             if file.resolve() != (cache / file.name).resolve():
                 shutil.copyfile(file, cache / file.name)
         print(f"imported {len(files)} file(s) into {cache}")
     else:
-        source = load_option("dataset", args.name).source
-        if not source.get("openml_id"):
+        source = OmegaConf.to_container(load_option("dataset", args.name).source)
+        if source.pop("_target_") != "clusterbench.data.sources.cached" or not source.get("openml_id"):
             raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
-        data = fetch_openml(source.name, source.openml_id, source.get("target"), source.get("drop_columns", ()))
-        write_npz(cache / f"{source.name}.npz", data)
-        print(f"wrote {cache / (source.name + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
+        data = cached(**source, refresh=True)
+        print(f"wrote {cache / (source['name'] + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
     return 0
 
 

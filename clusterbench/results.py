@@ -44,7 +44,9 @@ def config_hash(identity: Mapping) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def record_path(results_dir: Path, profile: str, experiment: str, dataset: str, method: str, key: str) -> Path:
+def record_path(
+    results_dir: Path, profile: str, experiment: str, dataset: str, method: str, key: str
+) -> Path:
     return Path(results_dir) / "runs" / profile / experiment / dataset / method / f"{key}.csv"
 
 
@@ -84,3 +86,14 @@ def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | N
     if not files:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat([read_record(f) for f in files], ignore_index=True)
+
+
+def failed_since(results_dir: Path, since: float) -> list[Path]:
+    """Records under ``results_dir`` written at or after ``since`` (epoch seconds) whose job failed.
+
+    Jobs may run in other processes (joblib, submitit), so the CLI learns of failures from the
+    records themselves.
+    """
+    root = Path(results_dir) / "runs"
+    recent = (p for p in root.rglob("*.csv") if p.stat().st_mtime >= since) if root.is_dir() else ()
+    return [p for p in recent if (read_record(p)["status"] == "failed").any()]

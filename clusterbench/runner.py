@@ -125,8 +125,11 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
     ]
 
 
-def run_job(cfg: DictConfig, experiment: str = "adhoc") -> list[PointResult]:
-    """Run every grid point of one (dataset, method, seed) job; return what each point did."""
+def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[PointResult]:
+    """Run every grid point of one (dataset, method, seed) job; return what each point did.
+
+    ``report`` (optional) is called with each point's result as soon as it is known.
+    """
     dataset_cfg = dataset_config(cfg)
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
     if cfg.device not in {"auto", "cpu", "cuda"}:
@@ -153,6 +156,8 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc") -> list[PointResult]:
         path = record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
         if not cfg.force and is_complete(path):
             outcomes.append(_cached(params, path))
+            if report:
+                report(outcomes[-1])
             continue
         base = {
             "experiment": experiment,
@@ -172,6 +177,8 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc") -> list[PointResult]:
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         write_record(path, _rows(base, outcome.scores, cfg.metrics, outcome.status, outcome.error))
         outcomes.append(outcome)
+        if report:
+            report(outcome)
     return outcomes
 
 
@@ -205,11 +212,13 @@ def _fit_and_score(estimator, method, metrics, data: Dataset, seed: int, params:
 def _cached(params: dict, path: Path) -> PointResult:
     frame = read_record(path)
     first = frame.iloc[0]
-    scores = dict(zip(frame["metric"], frame["value"], strict=True)) if first["status"] == "ok" else {}
-    return PointResult(
-        params, "cached" if first["status"] == "ok" else str(first["status"]), scores=scores, fit_seconds=float(first["fit_seconds"]), path=path,
-        error="" if first["status"] == "ok" else str(first["error"]),
-    )
+    if first["status"] != "ok":  # a skipped point stays skipped on a rerun
+        return PointResult(params, str(first["status"]), error=str(first["error"]), path=path)
+    scores = dict(zip(frame["metric"], frame["value"], strict=True))
+    return PointResult(params, "cached", scores=scores, fit_seconds=float(first["fit_seconds"]), path=path)
+
+
+SUMMARY_METRICS = ("sc", "nmi", "ari", "acc")
 
 
 def summary_line(dataset: str, method: str, seed: int, outcome: PointResult) -> str:
@@ -218,9 +227,11 @@ def summary_line(dataset: str, method: str, seed: int, outcome: PointResult) -> 
     head = f"{dataset}  {method}  seed={seed}" + (f"  {grid}" if grid else "")
     if outcome.status in {"failed", "skipped"}:
         return f"{head} | {outcome.status.upper()}: {outcome.error}"
-    shown = "  ".join(f"{name.upper()} {value:.4f}" for name, value in outcome.scores.items()
-                      if name in {"sc", "nmi", "ari", "acc"})
+    shown = "  ".join(
+        f"{name.upper()} {value:.4f}" for name, value in outcome.scores.items() if name in SUMMARY_METRICS
+    )
     tail = " (cached)" if outcome.status == "cached" else ""
     if outcome.warnings:
-        tail += f"  [warning: {outcome.warnings[0]}" + (f" +{len(outcome.warnings) - 1}]" if len(outcome.warnings) > 1 else "]")
+        more = f" (+{len(outcome.warnings) - 1} more)" if len(outcome.warnings) > 1 else ""
+        tail += f"  [warning: {outcome.warnings[0]}{more}]"
     return f"{head} | {shown} | fit {outcome.fit_seconds:.2f} s{tail}"

@@ -37,7 +37,9 @@ def read_npz(path: Path) -> RawData:
     with np.load(path, allow_pickle=False) as archive:
         missing = {"X", "y"} - set(archive.files)
         if missing:
-            raise UserError(f"{path} lacks array(s) {sorted(missing)}; a cache file holds X (n, d) and y (n,)")
+            raise UserError(
+                f"{path} lacks array(s) {sorted(missing)}; a cache file holds X (n, d) and y (n,)"
+            )
         n_train = int(archive["n_train"]) if "n_train" in archive.files else None
         return RawData(X=archive["X"], y=archive["y"], n_train=n_train)
 
@@ -63,26 +65,35 @@ def cached(
     openml_id: int | None = None,
     target: str | None = None,
     drop_columns: tuple[str, ...] = (),
+    n_train: int | None = None,
+    refresh: bool = False,
 ) -> RawData:
-    """``<cache>/<name>.npz``; on a miss, fetch OpenML dataset ``openml_id`` and write the cache."""
+    """``<cache>/<name>.npz``; on a miss (or with ``refresh``), fetch OpenML ``openml_id`` and cache it.
+
+    ``n_train`` marks the train/test boundary of the fetched rows (OpenML stores none); a cache
+    file keeps its own ``n_train``.
+    """
     path = cache_dir() / f"{name}.npz"
-    if path.exists():
+    if path.exists() and not refresh:
         return read_npz(path)
     if openml_id is None:
         raise UserError(
             f"dataset '{name}' is not in the cache ({path}) and has no OpenML source: put {name}.npz "
             f"(arrays X, y) in a folder and run `clusterbench data import FOLDER`, or set {DATA_ENV}"
         )
-    data = fetch_openml(name, openml_id, target, drop_columns)
+    data = fetch_openml(name, openml_id, target, drop_columns, n_train)
     write_npz(path, data)
     return data
 
 
-def fetch_openml(name: str, openml_id: int, target: str | None, drop_columns=()) -> RawData:
+def fetch_openml(
+    name: str, openml_id: int, target: str | None, drop_columns=(), n_train: int | None = None
+) -> RawData:
     """Download with the ``openml`` client and encode it as numbers.
 
     Categorical and boolean columns become their category codes; labels are encoded in sorted
-    order (as scikit-learn's ``LabelEncoder`` does).
+    order (numerically where every label is a number). ``n_train`` is passed through to the result:
+    OpenML keeps e.g. MNIST's 60000 train rows first but does not record the boundary.
     """
     import openml
     import pandas as pd
@@ -105,9 +116,7 @@ def fetch_openml(name: str, openml_id: int, target: str | None, drop_columns=())
         if isinstance(series.dtype, pd.CategoricalDtype):
             codes = series.cat.codes.astype(float)
             columns.append(codes.where(codes >= 0, np.nan))
-        elif series.dtype == bool:
-            columns.append(series.astype(float))
-        elif pd.api.types.is_numeric_dtype(series):
+        elif series.dtype == bool or pd.api.types.is_numeric_dtype(series):
             columns.append(series.astype(float))
         else:
             raise UserError(
@@ -115,8 +124,13 @@ def fetch_openml(name: str, openml_id: int, target: str | None, drop_columns=())
                 f"source.drop_columns in conf/dataset/{name}.yaml"
             )
     X = np.column_stack([c.to_numpy() for c in columns]) if columns else np.empty((len(frame), 0))
-    _, y = np.unique(np.asarray(labels).astype(str), return_inverse=True)
-    return RawData(X=X, y=y.astype(np.int64))
+    # Numeric labels sort as numbers ("2" before "10"), others as strings (LabelEncoder order).
+    as_text = pd.Series(np.asarray(labels)).astype(str)
+    as_number = pd.to_numeric(as_text, errors="coerce")
+    _, y = np.unique(as_number if as_number.notna().all() else as_text, return_inverse=True)
+    if n_train is not None and not 0 < n_train < len(y):
+        raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {len(y)} rows")
+    return RawData(X=X, y=y.astype(np.int64), n_train=n_train)
 
 
 def sklearn_bundled(loader: str) -> RawData:

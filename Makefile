@@ -1,0 +1,26 @@
+# clusterbench: `make install`, `make test`, `make tables PROFILE=smoke|paper`.
+PYTHON ?= python3
+PROFILE ?= smoke
+# The experiments whose records feed the tables of the methods implemented so far.
+EXPERIMENTS ?= clam_baselines
+RESULTS ?= results
+# Tests and CI read the datasets from ../shared/datasets when it exists and nothing else is set.
+export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))
+
+.PHONY: install test lint tables
+
+install:
+	$(PYTHON) -m pip install torch==2.13.0
+	$(PYTHON) -m pip install -e ".[dev]"
+
+test:
+	$(PYTHON) -m pytest -q
+
+lint:
+	ruff check .
+
+tables:
+	for experiment in $(EXPERIMENTS); do \
+		clusterbench run -m experiment=$$experiment profile=$(PROFILE) results_dir=$(RESULTS) || exit 1; \
+	done
+	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS)

@@ -1,0 +1,1 @@
+"""Tests as a package, so configs can name test helpers as ``tests.helpers.<Class>``."""

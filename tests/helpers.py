@@ -1,0 +1,106 @@
+"""Shared helpers for the metric, record, runner, CLI and sweep tests (not a test module).
+
+Test estimators live here so a config can point ``method.estimator._target_`` at them
+(``tests.helpers.Exploding``), in-process and in a ``clusterbench`` subprocess alike.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from clusterbench.catalog import CONF_DIR
+from clusterbench.data.sources import DATA_ENV
+
+REPO = Path(__file__).resolve().parent.parent
+# The Makefile and CI export $CLUSTERBENCH_DATA; a checkout beside ../shared finds it by itself.
+DATA_FOLDER = Path(os.environ.get(DATA_ENV) or REPO.parent / "shared" / "datasets")
+
+
+def require_cached(*names: str) -> Path:
+    """The data folder, or skip the calling test when one of ``<name>.npz`` is not in it."""
+    for name in names:
+        if not (DATA_FOLDER / f"{name}.npz").exists():
+            pytest.skip(f"{name}.npz is not in {DATA_FOLDER} (set {DATA_ENV})")
+    return DATA_FOLDER
+
+
+def compose_config(results_dir: Path, *overrides: str) -> DictConfig:
+    """The job config that ``clusterbench run`` would get, composed from ``conf/``."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=[f"results_dir={results_dir}", *overrides])
+
+
+def cli_env(data_folder: Path | None = None) -> dict:
+    env = dict(os.environ)
+    env[DATA_ENV] = str(DATA_FOLDER if data_folder is None else data_folder)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["HYDRA_FULL_ERROR"] = "0"
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
+
+
+def clusterbench_command() -> list[str]:
+    """The installed console script (fall back to the module when it is not on PATH)."""
+    script = Path(sys.executable).parent / "clusterbench"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "clusterbench.cli"]
+
+
+def run_cli(
+    *words: str, data_folder: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*clusterbench_command(), *words],
+        cwd=REPO,
+        env=cli_env(data_folder),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def record_files(results_dir: Path) -> list[Path]:
+    return sorted((Path(results_dir) / "runs").rglob("*.csv"))
+
+
+class Exploding(ClusterMixin, BaseEstimator):
+    """Takes k-means' hyperparameters and raises in ``fit``; counts its fits."""
+
+    fits = 0
+
+    def __init__(self, n_clusters=8, init="k-means++", n_init=1, max_iter=300, random_state=None):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        type(self).fits += 1
+        raise RuntimeError("boom in fit")
+
+
+class Halves(ClusterMixin, BaseEstimator):
+    """Splits the rows into two halves by position; counts its fits."""
+
+    fits = 0
+
+    def __init__(self, n_clusters=2, init="k-means++", n_init=1, max_iter=300, random_state=None):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        type(self).fits += 1
+        self.labels_ = (np.arange(len(X)) >= len(X) // 2).astype(int)
+        return self

@@ -1,0 +1,165 @@
+"""The installed ``clusterbench`` script: output, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from clusterbench.catalog import options
+from clusterbench.results import load_records
+from tests.helpers import record_files, require_cached, run_cli
+
+pytestmark = pytest.mark.slow
+
+SUMMARY = re.compile(
+    r"^zoo  kmeans  seed=0 \| SC (?P<sc>[-\d.]+)  NMI (?P<nmi>[\d.]+)  ARI (?P<ari>[-\d.]+)  "
+    r"ACC (?P<acc>[\d.]+) \| fit (?P<fit>[\d.]+) s$",
+    re.MULTILINE,
+)
+
+
+def assert_one_line_error(result, *fragments: str) -> str:
+    """Exit 2, a single ``clusterbench: error:`` line on stderr naming ``fragments``, no traceback."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("clusterbench: error: ")
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def test_run_prints_a_summary_line_and_writes_the_record(tmp_path):
+    require_cached("zoo")
+    result = run_cli("run", "method=kmeans", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    match = SUMMARY.search(result.stdout)
+    assert match, result.stdout
+    frame = load_records(tmp_path, "smoke")
+    recorded = dict(zip(frame["metric"], frame["value"], strict=True))
+    for name in ("sc", "nmi", "ari", "acc"):
+        assert float(match[name]) == pytest.approx(recorded[name], abs=5e-5)
+    assert float(match["fit"]) == pytest.approx(frame["fit_seconds"].iloc[0], abs=5e-3)
+    assert recorded["sc"] == pytest.approx(0.374, abs=0.01)
+
+    again = run_cli("run", "method=kmeans", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path}")
+    assert again.returncode == 0 and again.stdout.strip().splitlines()[-1].endswith("(cached)")
+    assert len(record_files(tmp_path)) == 1
+
+
+@pytest.mark.parametrize(
+    ("group", "known"),
+    [("dataset", "zoo"), ("method", "kmeans"), ("metrics", "default"), ("profile", "smoke")],
+)
+def test_unknown_group_option_exits_2_listing_the_known_names(tmp_path, group, known):
+    result = run_cli("run", f"{group}=nope", f"results_dir={tmp_path}")
+    line = assert_one_line_error(result, f"unknown {group} 'nope'", known)
+    for name in options(group):
+        assert name in line
+
+
+def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_path):
+    result = run_cli("run", "-m", "dataset=zoo,nope", f"results_dir={tmp_path}")
+    assert_one_line_error(result, "unknown dataset 'nope'")
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("k", ["1", "1000"])
+def test_n_clusters_out_of_range_exits_2_naming_it(tmp_path, k):
+    require_cached("zoo")
+    result = run_cli("run", f"method.estimator.n_clusters={k}", "profile=smoke", f"results_dir={tmp_path}")
+    assert_one_line_error(result, "n_clusters", k)
+    assert record_files(tmp_path) == []
+
+
+def test_unknown_hyperparameter_exits_2_listing_the_valid_ones(tmp_path):
+    require_cached("zoo")
+    result = run_cli("run", "method.estimator.n_iter=3", "profile=smoke", f"results_dir={tmp_path}")
+    assert_one_line_error(result, "'n_iter'", "max_iter", "n_init")
+
+
+def test_missing_import_only_data_exits_2_pointing_at_data_import(tmp_path):
+    empty = tmp_path / "cache"
+    empty.mkdir()
+    result = run_cli("run", "dataset=yale", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty)
+    assert_one_line_error(result, "yale", "clusterbench data import")
+
+
+def test_unsupported_device_exits_2(tmp_path):
+    result = run_cli("run", "dataset=iris", "device=gpu", "profile=smoke", f"results_dir={tmp_path}")
+    assert_one_line_error(result, "device", "gpu")
+
+
+def test_a_failed_point_is_reported_and_makes_run_exit_1(tmp_path):
+    result = run_cli(
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        "method.estimator._target_=tests.helpers.Exploding",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "iris  kmeans  seed=0 | FAILED: RuntimeError: boom in fit" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+    assert list(load_records(tmp_path, "smoke")["status"]) == ["failed"]
+
+
+def test_list_shows_datasets_with_shape_and_k_and_the_methods():
+    result = run_cli("list")
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.startswith("  ")}
+    assert rows["zoo"][1:4] == ["101", "16", "7"]
+    assert rows["iris"][1:4] == ["150", "4", "3"]
+    assert rows["ecoli"][1:4] == ["336", "7", "8"]
+    assert set(options("dataset")) <= set(rows)
+    methods = next(line for line in result.stdout.splitlines() if line.startswith("method: "))
+    assert methods.removeprefix("method: ").split(", ") == options("method")
+
+
+def test_data_import_copies_npz_files_into_the_cache(tmp_path):
+    source, cache = tmp_path / "src", tmp_path / "cache"
+    source.mkdir()
+    X, y = np.arange(12.0).reshape(6, 2), np.array([0, 0, 1, 1, 2, 2])
+    np.savez(source / "toy.npz", X=X, y=y)
+    np.savez(source / "other.npz", X=X[:4], y=y[:4])
+    (source / "notes.txt").write_text("not data")
+    result = run_cli("data", "import", str(source), data_folder=cache)
+    assert result.returncode == 0, result.stderr
+    assert "imported 2 file(s)" in result.stdout
+    assert sorted(p.name for p in cache.iterdir()) == ["other.npz", "toy.npz"]
+    with np.load(cache / "toy.npz") as copied:
+        np.testing.assert_array_equal(copied["X"], X)
+        np.testing.assert_array_equal(copied["y"], y)
+
+
+def test_data_import_refuses_a_folder_without_npz_files(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "zoo.csv").write_text("a,b\n1,2\n")
+    result = run_cli("data", "import", str(tmp_path / "src"), data_folder=tmp_path / "cache")
+    assert_one_line_error(result, "no .npz files")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_data_import_checks_every_file_before_copying_any(tmp_path):
+    source, cache = tmp_path / "src", tmp_path / "cache"
+    source.mkdir()
+    np.savez(source / "a_good.npz", X=np.zeros((4, 2)), y=np.zeros(4))
+    np.savez(source / "b_bad.npz", X=np.zeros((4, 2)))  # no y
+    result = run_cli("data", "import", str(source), data_folder=cache)
+    assert_one_line_error(result, "b_bad.npz", "'y'")
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_unknown_command_exits_2():
+    result = run_cli("frobnicate")
+    assert_one_line_error(result, "unknown command 'frobnicate'", "run", "table", "list", "data")
+
+
+def test_help_lists_the_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("run", "table", "list", "data import"):
+        assert command in result.stdout

@@ -1,0 +1,381 @@
+"""Datasets: cache files against MANIFEST.csv, preparation steps, the OpenML route, generators, configs.
+
+Tests that need the cache files read ``$CLUSTERBENCH_DATA`` and skip, saying why, when a file is absent.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hydra.utils import get_method
+from omegaconf import OmegaConf
+
+from clusterbench.catalog import CONF_DIR, load_option, options
+from clusterbench.data import generators, load_dataset
+from clusterbench.data.preprocess import PREPROCESSORS
+from clusterbench.data.sources import DATA_ENV, RawData, cached, read_npz
+from clusterbench.errors import UserError
+
+DATA_FOLDER = os.environ.get(DATA_ENV)
+CACHED_SOURCE = "clusterbench.data.sources.cached"
+REQUIRED_KEYS = {
+    "name",
+    "description",
+    "shape",
+    "n_clusters",
+    "source",
+    "preprocess",
+    "impute",
+    "split",
+    "subsample",
+    "subsample_seed",
+}
+
+
+def require_cached(name: str) -> None:
+    """Skip the calling test unless ``<name>.npz`` is in the data folder."""
+    if not DATA_FOLDER:
+        pytest.skip(f"{DATA_ENV} is not set, so {name}.npz cannot be found")
+    if not (Path(DATA_FOLDER) / f"{name}.npz").exists():
+        pytest.skip(f"{name}.npz is not in {DATA_ENV}={DATA_FOLDER}")
+
+
+def manifest_rows() -> list:
+    if not DATA_FOLDER:
+        reason = f"{DATA_ENV} is not set: no MANIFEST.csv to check"
+        return [pytest.param(None, marks=pytest.mark.skip(reason=reason))]
+    path = Path(DATA_FOLDER) / "MANIFEST.csv"
+    if not path.exists():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no MANIFEST.csv in {DATA_FOLDER}"))]
+    with path.open(newline="") as handle:
+        return [pytest.param(row, id=row["name"]) for row in csv.DictReader(handle)]
+
+
+def dataset_config(name: str, **overrides):
+    spec = load_option("dataset", name)
+    for key, value in overrides.items():
+        spec[key] = value
+    return spec
+
+
+def call_source(spec) -> RawData:
+    source = OmegaConf.to_container(spec.source, resolve=True)
+    return get_method(source.pop("_target_"))(**source)
+
+
+# --- cache files -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("row", manifest_rows())
+def test_cache_file_matches_manifest_and_config(row):
+    name = row["name"]
+    require_cached(name)
+    n, d, k = int(row["n"]), int(row["d"]), int(row["k"])
+    raw = cached(name)
+    assert raw.X.shape == (n, d)
+    assert raw.y.shape == (n,)
+    assert len(np.unique(raw.y)) == k
+    spec = load_option("dataset", name)
+    assert spec.source.name == name
+    assert list(spec.shape) == [n, d]
+    assert spec.n_clusters == k
+    if spec.source.get("n_train") is not None:  # the OpenML fallback must agree with the cached file
+        assert raw.n_train == spec.source.n_train
+
+
+def test_fashion_mnist_train_split_has_the_60000_train_rows():
+    require_cached("fashion_mnist")
+    data = load_dataset(dataset_config("fashion_mnist", split="train", preprocess="none"))
+    assert data.X.shape == (60000, 784)
+    assert np.bincount(data.y).tolist() == [6000] * 10
+
+
+def test_usps_test_split_is_the_2007_row_usps_subset():
+    require_cached("usps")
+    require_cached("usps_2007")
+    test_part = load_dataset(dataset_config("usps", split="test", preprocess="none"))
+    subset = load_dataset(dataset_config("usps_2007", preprocess="none"))
+    np.testing.assert_array_equal(test_part.X, subset.X)
+    np.testing.assert_array_equal(test_part.y, subset.y)
+
+
+def test_optdigits_test_split_is_sklearn_digits():
+    require_cached("optdigits")
+    test_part = load_dataset(dataset_config("optdigits", split="test", preprocess="none"))
+    digits = load_dataset(dataset_config("digits", preprocess="none"))
+    np.testing.assert_array_equal(test_part.X, digits.X)
+    np.testing.assert_array_equal(test_part.y, digits.y)
+
+
+def test_split_without_a_train_boundary_is_a_user_error():
+    with pytest.raises(UserError, match="n_train"):
+        load_dataset(dataset_config("iris", split="train"))
+
+
+def test_missing_cache_file_without_openml_id_names_data_import(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    spec = dataset_config("yale")
+    assert spec.source.openml_id is None
+    with pytest.raises(UserError, match="clusterbench data import") as error:
+        load_dataset(spec)
+    assert "yale" in str(error.value)
+
+
+# --- preparation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["digits", "zoo", "segment"])
+def test_standardize_gives_zero_mean_and_unit_std_per_feature(name):
+    if load_option("dataset", name).source._target_ == CACHED_SOURCE:
+        require_cached(name)
+    raw = call_source(load_option("dataset", name))
+    X = load_dataset(dataset_config(name, preprocess="standardize")).X
+    varying = np.ptp(raw.X, axis=0) > 0
+    np.testing.assert_allclose(X[:, varying].mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(X[:, varying].std(axis=0), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(X[:, ~varying], 0.0)
+
+
+def test_mice_protein_mean_imputation_fills_the_observed_column_means():
+    require_cached("mice_protein")
+    raw = cached("mice_protein")
+    missing = np.isnan(raw.X)
+    assert missing.sum() == 1396
+    X = load_dataset(dataset_config("mice_protein", impute="mean", preprocess="none")).X
+    assert not np.isnan(X).any()
+    rows, columns = np.nonzero(missing)
+    observed_means = np.nanmean(raw.X, axis=0)
+    np.testing.assert_allclose(X[rows, columns], observed_means[columns], rtol=1e-12)
+    np.testing.assert_array_equal(X[~missing], raw.X[~missing])
+
+
+def test_mice_protein_without_imputation_is_a_user_error_naming_the_setting():
+    require_cached("mice_protein")
+    with pytest.raises(UserError, match=r"dataset\.impute"):
+        load_dataset(dataset_config("mice_protein", impute=None))
+
+
+@pytest.mark.parametrize(("name", "size"), [("wine", 60), ("ctg", 500)])
+def test_stratified_subsample_keeps_class_proportions_and_is_seeded(name, size):
+    if load_option("dataset", name).source._target_ == CACHED_SOURCE:
+        require_cached(name)
+    full = load_dataset(dataset_config(name, preprocess="none"))
+    first = load_dataset(dataset_config(name, preprocess="none", subsample=size, subsample_seed=3))
+    again = load_dataset(dataset_config(name, preprocess="none", subsample=size, subsample_seed=3))
+    other = load_dataset(dataset_config(name, preprocess="none", subsample=size, subsample_seed=4))
+    assert first.X.shape == (size, full.X.shape[1])
+    expected = np.bincount(full.y) * size / len(full.y)
+    assert np.all(np.abs(np.bincount(first.y, minlength=len(expected)) - expected) <= 1)
+    np.testing.assert_array_equal(first.X, again.X)
+    np.testing.assert_array_equal(first.y, again.y)
+    assert not np.array_equal(first.X, other.X)
+
+
+# --- the OpenML route (no network: openml.datasets.get_dataset is replaced) ---------------------
+
+
+class FakeOpenMLDataset:
+    default_target_attribute = "kind"
+
+    def get_data(self, target, dataset_format):
+        assert (target, dataset_format) == ("kind", "dataframe")
+        frame = pd.DataFrame(
+            {
+                "animal": ["aardvark", "bass", "crab", "dove", "eel"],  # a string id: dropped
+                "legs": [4.0, 0.0, 6.0, 2.0, np.nan],
+                "hair": [True, False, False, False, False],
+                "size": pd.Categorical(["big", "small", None, "small", "big"], categories=["small", "big"]),
+            }
+        )
+        labels = pd.Series(["mammal", "fish", "crab", "bird", "fish"], name="kind")
+        return frame, labels, [False, False, False, True], list(frame.columns)
+
+
+@pytest.fixture
+def fake_openml(tmp_path, monkeypatch):
+    """An empty data cache in ``tmp_path`` and a stub ``get_dataset`` that records the ids asked for."""
+    import openml
+
+    requested = []
+
+    def get_dataset(dataset_id, **_):
+        requested.append(dataset_id)
+        return FakeOpenMLDataset()
+
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    monkeypatch.setattr(openml.datasets, "get_dataset", get_dataset)
+    return requested
+
+
+def test_openml_fetch_encodes_columns_and_writes_the_cache(tmp_path, fake_openml, monkeypatch):
+    import openml
+
+    raw = cached("toy_zoo", openml_id=4242, drop_columns=("animal",), n_train=3)
+    assert fake_openml == [4242]
+    expected_X = np.array(
+        [  # legs, hair (bool -> 0/1), size (category code; missing -> NaN)
+            [4.0, 1.0, 1.0],
+            [0.0, 0.0, 0.0],
+            [6.0, 0.0, np.nan],
+            [2.0, 0.0, 0.0],
+            [np.nan, 0.0, 1.0],
+        ]
+    )
+    np.testing.assert_array_equal(raw.X, expected_X)
+    np.testing.assert_array_equal(raw.y, [3, 2, 1, 0, 2])  # bird, crab, fish, mammal in sorted order
+    assert raw.n_train == 3
+
+    stored = read_npz(tmp_path / "toy_zoo.npz")
+    np.testing.assert_array_equal(stored.X, expected_X)
+    np.testing.assert_array_equal(stored.y, raw.y)
+    assert stored.n_train == 3
+
+    # A second load reads the cache file and never reaches OpenML.
+    monkeypatch.setattr(openml.datasets, "get_dataset", lambda *_, **__: pytest.fail("fetched twice"))
+    spec = OmegaConf.create(
+        {
+            "name": "toy_zoo",
+            "n_clusters": 4,
+            "source": {"_target_": CACHED_SOURCE, "name": "toy_zoo", "openml_id": 4242, "n_train": 3},
+            "preprocess": "none",
+            "impute": "zero",
+            "split": "train",
+        }
+    )
+    train = load_dataset(spec)
+    np.testing.assert_array_equal(train.X, np.nan_to_num(expected_X[:3]))
+    np.testing.assert_array_equal(train.y, [3, 2, 1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, r"column 'animal' is not numeric.*source\.drop_columns"),
+        ({"drop_columns": ("animal",), "n_train": 5}, r"n_train=5"),
+    ],
+)
+def test_openml_data_that_cannot_be_encoded_is_a_user_error(tmp_path, fake_openml, kwargs, message):
+    with pytest.raises(UserError, match=message):
+        cached("toy_zoo", openml_id=4242, **kwargs)
+    assert not (tmp_path / "toy_zoo.npz").exists()
+
+
+def test_openml_network_failure_is_a_user_error(tmp_path, monkeypatch):
+    import openml
+
+    def offline(*_, **__):
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    monkeypatch.setattr(openml.datasets, "get_dataset", offline)
+    with pytest.raises(UserError, match=r"could not fetch dataset 'toy_zoo'.*ConnectionError"):
+        cached("toy_zoo", openml_id=4242)
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- generators ----------------------------------------------------------------------------------
+
+GENERATED_SHAPES = {  # name: (n, d, number of clusters), as the docstrings state
+    "blobs": (5000, 2, 100),
+    "classification": (5000, 10, 100),
+    "birch_grid": (2500, 2, 25),
+    "birch_random": (2500, 2, 25),
+    "clam_elongated": (625, 2, 3),
+    "clam_outliers": (803, 2, 2),
+}
+
+
+@pytest.mark.parametrize(("name", "size"), GENERATED_SHAPES.items())
+def test_generator_is_deterministic_with_its_documented_shape(name, size):
+    n, d, k = size
+    make = getattr(generators, name)
+    first, again = make(), make()
+    np.testing.assert_array_equal(first.X, again.X)
+    np.testing.assert_array_equal(first.y, again.y)
+    assert first.X.shape == (n, d)
+    assert first.y.shape == (n,)
+    assert first.y.dtype == np.int64
+    np.testing.assert_array_equal(np.unique(first.y[first.y < k]), np.arange(k))
+    assert not np.array_equal(make(random_state=1).X, first.X)
+
+
+def test_khatri_rao_generators_have_table_1_imbalance():
+    assert np.bincount(generators.blobs().y).tolist() == [50] * 100  # imbalance ratio 1.00
+    sizes = np.bincount(generators.classification().y)
+    assert round(sizes.min() / sizes.max(), 2) == 0.91
+
+
+def test_birch_grid_draws_unit_gaussians_on_the_4_sqrt2_grid():
+    data = generators.birch_grid()
+    steps = (np.arange(5) + 0.5) * 4 * math.sqrt(2)
+    centres = np.array([(x, y) for x in steps for y in steps])
+    assert np.bincount(data.y).tolist() == [100] * 25
+    residuals = data.X - centres[data.y]
+    assert np.abs(residuals.std() - 1.0) < 0.03
+    means = np.array([residuals[data.y == c].mean(axis=0) for c in range(25)])
+    assert np.abs(means).max() < 0.4  # 100 points per cluster: standard error 0.1
+
+
+def test_birch_random_centres_lie_in_the_grid_square():
+    data = generators.birch_random()
+    box = 5 * 4 * math.sqrt(2)
+    means = np.array([data.X[data.y == c].mean(axis=0) for c in range(25)])
+    assert np.all((means > -0.4) & (means < box + 0.4))
+    assert np.abs(np.ptp(means, axis=0) - box).max() < 0.3 * box  # spread over the square
+
+
+def test_clam_outliers_are_the_last_rows_with_their_own_label():
+    data = generators.clam_outliers()
+    np.testing.assert_array_equal(data.y[-3:], [2, 2, 2])
+    np.testing.assert_array_equal(data.X[-3:], generators.CLAM_TOY_OUTLIERS)
+    assert np.bincount(data.y[:-3]).tolist() == [400, 400]
+    inliers = generators.clam_elongated(n_per_cluster=(400, 400))
+    np.testing.assert_array_equal(data.X[:-3], inliers.X)
+
+
+def test_clam_elongated_clusters_lie_along_the_diagonal():
+    data = generators.clam_elongated()
+    for c, centre_x in enumerate([0.2, 0.5, 0.8]):
+        points = data.X[data.y == c]
+        np.testing.assert_allclose(points.mean(axis=0), [centre_x, 0.5], atol=0.03)
+        along, across = np.linalg.eigvalsh(np.cov(points.T))[::-1]
+        assert along > 20 * across  # covariance eigenvalues 0.0205 and 0.0005
+
+
+# --- configs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", options("dataset"))
+def test_dataset_config_parses_with_the_required_keys(name):
+    spec = OmegaConf.load(CONF_DIR / "dataset" / f"{name}.yaml")
+    assert set(spec.keys()) >= REQUIRED_KEYS
+    assert spec.name == name
+    assert isinstance(spec.description, str) and spec.description
+    n, d = spec.shape
+    assert n > 0 and d > 0 and spec.n_clusters >= 2
+    source = OmegaConf.to_container(spec.source, resolve=True)
+    function = get_method(source.pop("_target_"))
+    inspect.signature(function).bind(**source)  # every source key is a parameter of the function
+    assert spec.preprocess in PREPROCESSORS
+    assert spec.impute in (None, "mean", "zero")
+    assert spec.split in (None, "train", "test")
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in options("dataset") if load_option("dataset", n).source._target_ != CACHED_SOURCE]
+)
+def test_generated_and_bundled_configs_match_their_data(name):
+    spec = load_option("dataset", name)
+    raw = call_source(spec)
+    assert list(raw.X.shape) == list(spec.shape)
+    labels = set(np.unique(raw.y).tolist())
+    k = spec.n_clusters
+    assert labels >= set(range(k))
+    assert labels - set(range(k)) <= {k}  # at most one extra value: the outlier label k

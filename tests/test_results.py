@@ -1,0 +1,183 @@
+"""Tidy records: atomic writes, stable hashes, typed loading, completeness."""
+
+from __future__ import annotations
+
+import csv
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from clusterbench import results
+from clusterbench.results import (
+    COLUMNS,
+    config_hash,
+    is_complete,
+    load_records,
+    read_record,
+    record_path,
+    write_record,
+)
+
+
+def rows(status: str = "ok", seed: int = 0, dataset: str = "zoo", experiment: str = "adhoc") -> list[dict]:
+    base = {
+        "experiment": experiment,
+        "profile": "smoke",
+        "dataset": dataset,
+        "method": "kmeans",
+        "variant": "default",
+        "seed": seed,
+        "params": '{"init": "k-means++"}',
+        "fit_seconds": 0.25,
+        "device": "cpu",
+        "config_hash": "abc",
+        "clusterbench_version": "0.1.0",
+        "timestamp": "2024-01-01T00:00:00+00:00",
+    }
+    if status != "ok":
+        return [{**base, "metric": "", "metric_params": "", "value": "", "status": status, "error": "E: x"}]
+    return [
+        {
+            **base,
+            "metric": "sc",
+            "metric_params": '{"max_samples": 20000}',
+            "value": 0.374,
+            "status": "ok",
+            "error": "",
+        },
+        {
+            **base,
+            "metric": "nmi",
+            "metric_params": '{"average_method": "arithmetic"}',
+            "value": 0.833,
+            "status": "ok",
+            "error": "",
+        },
+    ]
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_write_record_failing_midway_leaves_neither_the_record_nor_a_temp_file(tmp_path, monkeypatch):
+    path = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "k1")
+    original = csv.DictWriter.writerows
+
+    def half_then_fail(self, data):
+        original(self, list(data)[:1])  # the first row reaches the temp file
+        raise OSError("disk full")
+
+    monkeypatch.setattr(csv.DictWriter, "writerows", half_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_record(path, rows())
+    assert not path.exists()
+    assert leftovers(path.parent) == []
+
+
+def test_a_failed_rewrite_keeps_the_previous_record_intact(tmp_path, monkeypatch):
+    path = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "k1")
+    write_record(path, rows())
+    before = path.read_bytes()
+
+    def fail(self, data):
+        raise KeyboardInterrupt  # BaseException too: a Ctrl-C mid-write
+
+    monkeypatch.setattr(csv.DictWriter, "writerows", fail)
+    with pytest.raises(KeyboardInterrupt):
+        write_record(path, rows(status="failed"))
+    assert path.read_bytes() == before
+    assert leftovers(path.parent) == [path.name]
+
+
+def test_record_round_trip_has_the_columns_and_types(tmp_path):
+    path = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "k1")
+    assert path == tmp_path / "runs" / "smoke" / "adhoc" / "zoo" / "kmeans" / "k1.csv"
+    write_record(path, rows(seed=3))
+    with path.open(newline="") as handle:
+        assert next(csv.reader(handle)) == COLUMNS
+    frame = read_record(path)
+    assert list(frame["metric"]) == ["sc", "nmi"]
+    assert list(frame["value"]) == [0.374, 0.833]
+    assert frame["value"].dtype == float
+    assert frame["seed"].dtype.kind == "i" and frame["seed"].iloc[0] == 3
+    assert frame["fit_seconds"].iloc[0] == 0.25
+
+
+def test_config_hash_is_stable_and_independent_of_key_order():
+    a = {"dataset": {"name": "zoo", "n_clusters": 7}, "seed": 0, "method": {"params": {"b": 1, "a": [1, 2]}}}
+    b = {"seed": 0, "method": {"params": {"a": [1, 2], "b": 1}}, "dataset": {"n_clusters": 7, "name": "zoo"}}
+    assert config_hash(a) == config_hash(b)
+    assert len(config_hash(a)) == 20 and int(config_hash(a), 16) >= 0
+    assert config_hash({**a, "seed": 1}) != config_hash(a)
+    assert config_hash({**a, "method": {"params": {"a": [2, 1], "b": 1}}}) != config_hash(
+        a
+    )  # list order counts
+    # the same in a fresh interpreter with another hash seed (no dependence on Python's hash())
+    code = f"from clusterbench.results import config_hash; print(config_hash({b!r}))"
+    other = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123"},
+    )
+    assert other.stdout.strip() == config_hash(a)
+
+
+def test_load_records_reads_every_record_with_types(tmp_path):
+    write_record(record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "a"), rows(seed=0))
+    write_record(
+        record_path(tmp_path, "smoke", "adhoc", "ecoli", "kmeans", "b"), rows(seed=1, dataset="ecoli")
+    )
+    write_record(record_path(tmp_path, "smoke", "other", "zoo", "kmeans", "c"), rows(status="failed", seed=2))
+    write_record(record_path(tmp_path, "paper", "adhoc", "zoo", "kmeans", "d"), rows(seed=9))
+    # a stray temp file (as a SIGKILL mid-write can leave) is not a record
+    (tmp_path / "runs" / "smoke" / "adhoc" / "zoo" / "kmeans" / ".a.x1y2.tmp").write_text("experiment,pro")
+
+    frame = load_records(tmp_path, "smoke")
+    assert len(frame) == 5  # 2 + 2 + 1 failed row; the paper profile is elsewhere
+    assert frame["value"].dtype == float
+    assert frame["seed"].dtype.kind == "i"
+    assert sorted(frame["seed"].unique()) == [0, 1, 2]
+    failed = frame[frame["status"] == "failed"]
+    assert len(failed) == 1 and math.isnan(failed["value"].iloc[0]) and failed["error"].iloc[0] == "E: x"
+    ok = frame[frame["status"] == "ok"]
+    assert ok.groupby("dataset")["value"].sum().to_dict() == pytest.approx({"zoo": 1.207, "ecoli": 1.207})
+
+    only = load_records(tmp_path, "smoke", experiments=["other"])
+    assert list(only["seed"]) == [2]
+    assert list(load_records(tmp_path, "smoke", experiments=["missing"]).columns) == COLUMNS
+    empty = load_records(tmp_path / "nothing", "smoke")
+    assert empty.empty and list(empty.columns) == COLUMNS
+
+
+def test_is_complete_is_false_for_failed_and_missing_records(tmp_path):
+    ok = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "ok")
+    failed = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "failed")
+    skipped = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "skipped")
+    write_record(ok, rows())
+    write_record(failed, rows(status="failed"))
+    write_record(skipped, rows(status="skipped"))
+    assert is_complete(ok) is True
+    assert is_complete(failed) is False  # failed jobs are retried
+    assert is_complete(skipped) is True  # skipping is a decision, not an accident
+    assert is_complete(tmp_path / "absent.csv") is False
+
+
+def test_failed_record_value_is_empty_not_zero(tmp_path):
+    path = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "f")
+    write_record(path, rows(status="failed"))
+    with path.open(newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["value"] == "" and row["status"] == "failed"
+    assert pd.isna(read_record(path)["value"].iloc[0])
+
+
+def test_columns_are_the_documented_tidy_layout():
+    assert results.COLUMNS[:3] == ["experiment", "profile", "dataset"]
+    assert {"metric", "metric_params", "value", "status", "error", "config_hash"} <= set(COLUMNS)
+    assert len(set(COLUMNS)) == len(COLUMNS)

@@ -1,0 +1,223 @@
+"""The runner on composed configs: paper values, caching, failures, grids and user errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+import sklearn.cluster
+from omegaconf import OmegaConf, open_dict
+
+from clusterbench.data.sources import DATA_ENV
+from clusterbench.errors import HyperparameterError, UserError
+from clusterbench.results import is_complete, read_record
+from clusterbench.runner import PointResult, run_job, summary_line
+from tests.helpers import DATA_FOLDER, Exploding, compose_config, record_files, require_cached
+
+DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
+
+
+@pytest.fixture(autouse=True)
+def data_env(monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(DATA_FOLDER))
+
+
+@pytest.fixture
+def kmeans_fits(monkeypatch):
+    """Count KMeans.fit calls and the number of rows each saw."""
+    calls = []
+    original = sklearn.cluster.KMeans.fit
+
+    def counting(self, X, *args, **kwargs):
+        calls.append(len(X))
+        return original(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(sklearn.cluster.KMeans, "fit", counting)
+    return calls
+
+
+def iris(tmp_path, *overrides):
+    """Scikit-learn's bundled iris (no cache file needed) with k-means under the smoke profile."""
+    return compose_config(tmp_path, "dataset=iris", "method=kmeans", "profile=smoke", *overrides)
+
+
+def test_kmeans_on_zoo_under_the_paper_profile_matches_clam_table_1(tmp_path):
+    require_cached("zoo")
+    cfg = compose_config(tmp_path, "method=kmeans", "dataset=zoo")
+    assert cfg.profile.name == "paper" and cfg.method.estimator.n_init == 1000
+    (outcome,) = run_job(cfg)
+    assert outcome.status == "ok"
+    assert outcome.scores["sc"] == pytest.approx(0.374, abs=0.003)  # CLAM Table 1, k-means on Zoo
+    assert outcome.scores["nmi"] == pytest.approx(0.833, abs=0.01)
+    assert outcome.scores["n_found"] == 7.0
+    assert outcome.fit_seconds > 0
+
+    frame = read_record(outcome.path)
+    assert outcome.path.parent == tmp_path / "runs" / "paper" / "adhoc" / "zoo" / "kmeans"
+    assert list(frame["metric"]) == DEFAULT_SUITE
+    assert dict(zip(frame["metric"], frame["value"], strict=True)) == pytest.approx(outcome.scores)
+    assert set(frame["status"]) == {"ok"} and set(frame["seed"]) == {0}
+    assert set(frame["config_hash"]) == {outcome.path.stem}
+    params = json.loads(frame["params"].iloc[0])
+    assert params["n_init"] == 1000 and params["n_clusters"] == 7 and params["random_state"] == 0
+    nmi_options = json.loads(frame.loc[frame["metric"] == "nmi", "metric_params"].iloc[0])
+    assert nmi_options == {"average_method": "arithmetic"}
+
+
+def test_a_second_run_is_cached_without_refitting_and_force_refits(tmp_path, kmeans_fits):
+    (first,) = run_job(iris(tmp_path))
+    assert first.status == "ok" and len(kmeans_fits) == 1
+    content = first.path.read_bytes()
+
+    (second,) = run_job(iris(tmp_path))
+    assert second.status == "cached"
+    assert len(kmeans_fits) == 1  # no refit
+    assert second.path == first.path and first.path.read_bytes() == content
+    assert second.scores == pytest.approx(first.scores)
+    assert second.fit_seconds == pytest.approx(first.fit_seconds)
+
+    (forced,) = run_job(iris(tmp_path, "force=true"))
+    assert forced.status == "ok" and len(kmeans_fits) == 2
+    assert forced.scores == pytest.approx(first.scores)
+    assert record_files(tmp_path) == [first.path]
+
+
+def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path, monkeypatch):
+    monkeypatch.setattr(Exploding, "fits", 0)
+    cfg = iris(tmp_path, "method.estimator._target_=tests.helpers.Exploding")
+    (outcome,) = run_job(cfg)
+    assert outcome.status == "failed"
+    assert "RuntimeError: boom in fit" in outcome.error and "helpers.py:" in outcome.error
+    assert outcome.scores == {}
+
+    with outcome.path.open(newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["status"] == "failed" and row["value"] == "" and row["metric"] == ""
+    assert "boom in fit" in row["error"]
+    assert math.isnan(read_record(outcome.path)["value"].iloc[0])
+    assert not is_complete(outcome.path)
+
+    (again,) = run_job(cfg)  # failed points are not cached
+    assert again.status == "failed" and Exploding.fits == 2
+    assert record_files(tmp_path) == [outcome.path]
+
+
+def test_grid_expansion_writes_one_record_per_grid_point(tmp_path, kmeans_fits):
+    cfg = iris(
+        tmp_path,
+        "+grids.kmeans.init=[k-means++,random]",
+        "+grids.kmeans.max_iter=[5,50]",
+        "+grids.spectral.gamma=[1,2,3]",
+    )  # another method's grid is not this job's
+    outcomes = run_job(cfg)
+    points = sorted((o.params["init"], o.params["max_iter"]) for o in outcomes)
+    assert points == [("k-means++", 5), ("k-means++", 50), ("random", 5), ("random", 50)]
+    assert all(o.status == "ok" for o in outcomes) and len(kmeans_fits) == 4
+    files = record_files(tmp_path)
+    assert len(files) == 4 and sorted(files) == sorted(o.path for o in outcomes)
+    for outcome in outcomes:
+        params = json.loads(read_record(outcome.path)["params"].iloc[0])
+        assert (params["init"], params["max_iter"]) == (outcome.params["init"], outcome.params["max_iter"])
+
+
+def test_a_list_of_grids_is_their_union(tmp_path):
+    cfg = iris(tmp_path)
+    with open_dict(cfg):
+        cfg.grids = OmegaConf.create(
+            {"kmeans": [{"init": ["random"]}, {"init": ["k-means++"], "max_iter": [5, 50]}]}
+        )
+    outcomes = run_job(cfg)
+    assert sorted(json.dumps(o.params, sort_keys=True) for o in outcomes) == sorted(
+        json.dumps(p, sort_keys=True)
+        for p in (
+            {"init": "random"},
+            {"init": "k-means++", "max_iter": 5},
+            {"init": "k-means++", "max_iter": 50},
+        )
+    )
+    assert len(record_files(tmp_path)) == 3
+
+
+def test_unknown_hyperparameter_is_a_user_error_naming_the_valid_ones(tmp_path):
+    cfg = iris(tmp_path)
+    with open_dict(cfg):
+        cfg.method.estimator.n_iter = 5
+    with pytest.raises(UserError, match="'n_iter'") as caught:
+        run_job(cfg)
+    for valid in ("init", "max_iter", "n_init", "tol", "random_state"):
+        assert valid in str(caught.value)
+
+    grid = iris(tmp_path, "+grids.kmeans.linkage=[ward]")
+    with pytest.raises(UserError, match="'linkage'"):
+        run_job(grid)
+    assert record_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("k", [1, 0, 151])
+def test_n_clusters_outside_2_to_n_is_a_hyperparameter_error(tmp_path, k, kmeans_fits):
+    cfg = iris(tmp_path, f"+method.estimator.n_clusters={k}")
+    with pytest.raises(HyperparameterError, match="n_clusters") as caught:
+        run_job(cfg)
+    assert isinstance(caught.value, UserError) and "150" in str(caught.value) and str(k) in str(caught.value)
+    assert kmeans_fits == [] and record_files(tmp_path) == []
+
+
+def test_an_invalid_scikit_learn_value_is_a_hyperparameter_error_naming_it(tmp_path):
+    with pytest.raises(HyperparameterError, match="'init'"):
+        run_job(iris(tmp_path, "method.estimator.init=bogus"))
+    assert record_files(tmp_path) == []
+
+
+def test_method_max_samples_below_n_skips_the_point(tmp_path, kmeans_fits):
+    cfg = iris(tmp_path, "method.max_samples=100")
+    (outcome,) = run_job(cfg)
+    assert outcome.status == "skipped"
+    assert "n=150" in outcome.error and "max_samples=100" in outcome.error
+    assert kmeans_fits == []
+    frame = read_record(outcome.path)
+    assert list(frame["status"]) == ["skipped"] and math.isnan(frame["value"].iloc[0])
+    (again,) = run_job(cfg)  # a skip is final for this config: not refitted, still skipped
+    assert again.status == "skipped" and kmeans_fits == []
+    assert "SKIPPED" in summary_line("iris", "kmeans", 0, again)
+
+
+def test_dataset_overrides_and_profile_cap_change_the_data_and_the_record(tmp_path, kmeans_fits):
+    (plain,) = run_job(iris(tmp_path))
+    cfg = iris(tmp_path)
+    with open_dict(cfg):
+        cfg.dataset_overrides = {"iris": {"subsample": 60}, "zoo": {"subsample": 10}}
+    (sub,) = run_job(cfg)
+    capped = iris(tmp_path, "profile.max_samples=90")
+    (cap,) = run_job(capped)
+    assert kmeans_fits == [150, 60, 90]
+    assert len({plain.path, sub.path, cap.path}) == 3  # each is its own record
+
+
+def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
+    (zero,) = run_job(iris(tmp_path, "seed=0"))
+    (one,) = run_job(iris(tmp_path, "seed=1"))
+    (external,) = run_job(iris(tmp_path, "metrics=external"))
+    assert len({zero.path, one.path, external.path}) == 3
+    assert set(external.scores) == {"nmi", "ari", "acc", "purity"}
+    assert list(read_record(one.path)["seed"].unique()) == [1]
+
+
+def test_an_unknown_device_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="device"):
+        run_job(iris(tmp_path, "device=gpu"))
+
+
+def test_summary_line_shows_scores_fit_time_and_cache_state():
+    scores = {"sc": 0.37352, "nmi": 0.8331, "ari": 0.7374, "acc": 0.8218, "inertia": 519.5}
+    ok = PointResult({"init": "random"}, "ok", scores=scores, fit_seconds=2.345)
+    line = summary_line("zoo", "kmeans", 0, ok)
+    assert (
+        line
+        == "zoo  kmeans  seed=0  init=random | SC 0.3735  NMI 0.8331  ARI 0.7374  ACC 0.8218 | fit 2.35 s"
+    )
+    cached = PointResult({}, "cached", scores=scores, fit_seconds=1.0)
+    assert summary_line("zoo", "kmeans", 1, cached).endswith("fit 1.00 s (cached)")
+    failed = PointResult({}, "failed", error="RuntimeError: boom")
+    assert summary_line("zoo", "kmeans", 0, failed) == "zoo  kmeans  seed=0 | FAILED: RuntimeError: boom"

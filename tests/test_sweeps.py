@@ -1,0 +1,167 @@
+"""Real multirun sweeps in subprocesses: one record per job and grid point, SIGKILL and resume, launchers."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+from sklearn.model_selection import ParameterGrid
+
+from clusterbench.catalog import CONF_DIR
+from clusterbench.results import COLUMNS, load_records, read_record
+from tests.helpers import REPO, cli_env, clusterbench_command, record_files, require_cached, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def jobs_and_points(frame: pd.DataFrame) -> list[tuple]:
+    """(dataset, method, seed, params) of each record, one per record file."""
+    return sorted(
+        frame.groupby("config_hash")[["dataset", "method", "seed", "params"]].first().itertuples(index=False)
+    )
+
+
+def assert_one_ok_record_per_file(results_dir) -> pd.DataFrame:
+    files = record_files(results_dir)
+    for file in files:
+        frame = read_record(file)
+        assert list(frame.columns) == COLUMNS, file
+        assert set(frame["status"]) == {"ok"}, (file, frame["error"].tolist())
+        assert set(frame["config_hash"]) == {file.stem}
+    return load_records(results_dir, "smoke")
+
+
+def test_multirun_writes_one_record_per_job(tmp_path):
+    require_cached("zoo", "ecoli")
+    result = run_cli(
+        "run",
+        "-m",
+        "method=kmeans,agglomerative",
+        "dataset=zoo,ecoli",
+        "seed=0,1",
+        "profile=smoke",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    frame = assert_one_ok_record_per_file(tmp_path)
+    jobs = sorted(frame.groupby("config_hash")[["dataset", "method", "seed"]].first().itertuples(index=False))
+    expected = sorted(itertools.product(["ecoli", "zoo"], ["agglomerative", "kmeans"], [0, 1]))
+    assert [tuple(job) for job in jobs] == expected
+    assert len(record_files(tmp_path)) == 8
+    assert len(frame) == 8 * 7  # the default suite's 7 metrics per record
+    assert result.stdout.count(" | SC ") == 8
+
+
+def expected_points(datasets: list[str], methods: list[str]) -> int:
+    grids = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "experiment" / "clam_baselines.yaml").grids)
+    return len(datasets) * sum(len(ParameterGrid(grids[method])) for method in methods)
+
+
+def test_a_sigkilled_sweep_leaves_no_partial_record_and_resumes(tmp_path):
+    datasets, methods = ["zoo", "ecoli"], ["spectral", "kmeans"]
+    require_cached(*datasets)
+    total = expected_points(datasets, methods)
+    assert total == 2 * (28 + 2)  # CLAM Table 7: 10 gammas x 2 + 4 n_neighbors x 2 for spectral; 2 inits
+    command = [
+        *clusterbench_command(),
+        "run",
+        "-m",
+        "experiment=clam_baselines",
+        "profile=smoke",
+        f"dataset={','.join(datasets)}",
+        f"method={','.join(methods)}",
+        f"results_dir={tmp_path}",
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not record_files(tmp_path) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "the sweep ended before it could be killed"
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == -signal.SIGKILL
+
+    done = record_files(tmp_path)
+    assert 1 <= len(done) < total
+    assert_one_ok_record_per_file(tmp_path)  # every CSV is whole: it parses, with the right columns
+    # A kill between a record's temp file and its rename can leave at most that one hidden temp file,
+    # which is never read as a record (records are *.csv).
+    temps = list((tmp_path / "runs").rglob("*.tmp"))
+    assert len(temps) <= 1 and all(t.name.startswith(".") for t in temps), temps
+
+    rerun = subprocess.run(command, cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    frame = assert_one_ok_record_per_file(tmp_path)
+    files = record_files(tmp_path)
+    assert len(files) == total
+    points = jobs_and_points(frame)
+    assert len(points) == total == len(set(points))
+    assert sorted(frame.groupby(["dataset", "method"]).config_hash.nunique().items()) == [
+        (("ecoli", "kmeans"), 2),
+        (("ecoli", "spectral"), 28),
+        (("zoo", "kmeans"), 2),
+        (("zoo", "spectral"), 28),
+    ]
+    lines = [line for line in rerun.stdout.splitlines() if " | SC " in line]
+    assert len(lines) == total
+    assert sum(line.endswith("(cached)") for line in lines) == len(done)
+    assert set(done) <= set(files)
+
+
+def test_joblib_launcher_runs_jobs_in_parallel_processes(tmp_path):
+    result = run_cli(
+        "run",
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "dataset=iris",
+        "method=kmeans",
+        "seed=0,1",
+        "profile=smoke",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
+    frame = assert_one_ok_record_per_file(tmp_path)
+    assert len(record_files(tmp_path)) == 2
+    assert sorted(frame["seed"].unique()) == [0, 1]
+
+
+def test_submitit_local_launcher_writes_both_records(tmp_path):
+    result = run_cli(
+        "run",
+        "-m",
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=5",
+        "hydra.launcher.cpus_per_task=1",
+        "dataset=iris",
+        "method=kmeans",
+        "seed=0,1",
+        "profile=smoke",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Submitit 'local' sweep output dir" in result.stdout + result.stderr
+    frame = assert_one_ok_record_per_file(tmp_path)
+    assert len(record_files(tmp_path)) == 2
+    assert sorted(frame["seed"].unique()) == [0, 1]
+    # the jobs really ran under submitit: each left its own log folder
+    assert len(list((tmp_path / "hydra" / "multirun").rglob("*_0_log.out"))) == 2
