@@ -33,6 +33,7 @@ commands:
   data import DIR            copy <name>.npz files (arrays X, y) into the data cache
   data pull NAME             download a dataset from OpenML into the data cache
   data path                  print the data cache folder ($CLUSTERBENCH_DATA)
+  data verify                check cached files against the configs and MANIFEST.csv
 """
 
 # An absolute path: the editable install imports this module through a finder, where Hydra would
@@ -155,10 +156,13 @@ def command_data(words: list[str]) -> int:
     sub.add_parser("import", help="copy <name>.npz files into the cache").add_argument("folder", type=Path)
     sub.add_parser("pull", help="download from OpenML into the cache").add_argument("name")
     sub.add_parser("path", help="print the cache folder")
+    sub.add_parser("verify", help="check cached files against their configs (and MANIFEST.csv)")
     args = parser.parse_args(words)
     cache = cache_dir()
     if args.action == "path":
         print(cache)
+    elif args.action == "verify":
+        return verify_cache(cache)
     elif args.action == "import":
         files = sorted(args.folder.glob("*.npz"))
         if not files:
@@ -177,6 +181,39 @@ def command_data(words: list[str]) -> int:
         data = cached(**source, refresh=True)
         print(f"wrote {cache / (source['name'] + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
     return 0
+
+
+def verify_cache(cache: Path) -> int:
+    """Check each cached dataset's shape and class count against its config, and its SHA-256
+    against ``MANIFEST.csv`` where the cache has one; exit 1 on any mismatch."""
+    import hashlib
+
+    import numpy as np
+    import pandas as pd
+
+    from clusterbench.data.sources import read_npz
+
+    manifest_path = cache / "MANIFEST.csv"
+    manifest = pd.read_csv(manifest_path).set_index("name") if manifest_path.exists() else None
+    problems = 0
+    for name in options("dataset"):
+        spec = load_option("dataset", name)
+        if not spec.source._target_.endswith(".cached"):
+            continue
+        path = cache / f"{spec.source.name}.npz"
+        if not path.exists():
+            print(f"  {name:<20} not cached")
+            continue
+        raw = read_npz(path)
+        found = [list(raw.X.shape), len(np.unique(raw.y))]
+        issues = [] if found == [list(spec.shape), spec.n_clusters] else [f"X {found[0]}, k {found[1]}"]
+        if manifest is not None and spec.source.name in manifest.index:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest != manifest.loc[spec.source.name, "sha256_of_npz"]:
+                issues.append("sha256 differs from MANIFEST.csv")
+        problems += bool(issues)
+        print(f"  {name:<20} {'MISMATCH: ' + '; '.join(issues) if issues else 'ok'}")
+    return 1 if problems else 0
 
 
 COMMANDS = {"run": command_run, "table": command_table, "list": command_list, "data": command_data}

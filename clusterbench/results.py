@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -51,14 +52,21 @@ def record_path(
 
 
 def write_record(path: Path, rows: Iterable[Mapping]) -> None:
-    """Write rows atomically: a temporary file in the same folder, fsync, then ``os.replace``."""
+    """Write one record's rows atomically (see :func:`atomic_write_text`)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """A temporary file in the same folder, fsync, then ``os.replace``: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-            writer.writeheader()
-            writer.writerows(rows)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

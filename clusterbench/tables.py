@@ -28,7 +28,7 @@ from omegaconf import OmegaConf
 
 from clusterbench.catalog import load_option
 from clusterbench.errors import UserError
-from clusterbench.results import load_records
+from clusterbench.results import atomic_write_text, load_records
 
 PROTOCOLS = ("best", "best_mean", "mean_std", "mean_best")
 
@@ -229,7 +229,7 @@ def _wl_rows(spec, cells: pd.DataFrame) -> dict:
 
 
 def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = False) -> TableOutputs | None:
-    """Build table ``name`` from the records of ``profile``; write .md, .tex and .csv beside each other.
+    """Build table ``name`` from the records of ``profile`` into ``<results_dir>/tables/<profile>/``.
 
     Returns None (with ``skip_empty``) when none of the table's experiments has records.
     """
@@ -238,16 +238,18 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
     records = load_records(results_dir, profile, list(spec.experiments))
     if records.empty and skip_empty:
         return None
-    runs = _runs(records)
-    cells = compute_cells(spec, runs)
+    return write_table(spec, records, Path(results_dir) / "tables" / profile, profile)
+
+
+def write_table(spec, records: pd.DataFrame, out: Path, profile: str) -> TableOutputs:
+    """Compute the cells of ``spec`` from ``records``; write <name>.md, .tex and .csv into ``out``."""
+    cells = compute_cells(spec, _runs(records))
     sources = ", ".join(spec.experiments)
     header = f"### {spec.title}\n\nProfile `{profile}`; records of {sources}. {spec.note}\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
     latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=spec.title)
-    out = Path(results_dir) / "tables" / profile
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"]
-    paths[0].write_text(markdown + "\n")
-    paths[1].write_text(latex)
-    cells.to_csv(paths[2], index=False, float_format=lambda v: f"{v:.6g}" if np.isfinite(v) else "")
+    table_csv = cells.to_csv(index=False, float_format=lambda v: f"{v:.6g}" if np.isfinite(v) else "")
+    paths = [out / f"{spec.name}.md", out / f"{spec.name}.tex", out / f"{spec.name}.csv"]
+    for path, text in zip(paths, (markdown + "\n", latex, table_csv), strict=True):
+        atomic_write_text(path, text)
     return TableOutputs(cells=cells, markdown=markdown, paths=paths)
