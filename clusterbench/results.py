@@ -76,7 +76,13 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def read_record(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"error": str})
+    # An undefined metric is written as "nan"; other text (errors, params) is never read as NaN.
+    return pd.read_csv(
+        path,
+        keep_default_na=False,
+        na_values={"value": ["", "nan"], "fit_seconds": ["", "nan"]},
+        dtype={"error": str, "value": float, "fit_seconds": float},
+    )
 
 
 def is_complete(path: Path) -> bool:

@@ -180,3 +180,13 @@ def test_columns_are_the_documented_tidy_layout():
     assert results.COLUMNS[:3] == ["experiment", "profile", "dataset"]
     assert {"metric", "metric_params", "value", "status", "error", "config_hash"} <= set(COLUMNS)
     assert len(set(COLUMNS)) == len(COLUMNS)
+
+
+def test_an_undefined_metric_reads_back_as_nan_and_keeps_the_column_numeric(tmp_path):
+    path = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "k1")
+    undefined = rows()
+    undefined[0]["value"] = float("nan")  # e.g. SC of a one-cluster labeling
+    write_record(path, undefined)
+    frame = read_record(path)
+    assert frame["value"].dtype == float
+    assert math.isnan(frame["value"].iloc[0]) and frame["value"].iloc[1] == 0.833
