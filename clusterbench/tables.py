@@ -13,6 +13,11 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
   ``by`` is kept and its ``metric`` reported as mean ± std over seeds.
 * ``mean_std``: mean ± std of ``metric`` over all runs.
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``.
+
+``protocol.require_all_clusters: true`` first drops runs whose labeling has fewer distinct
+clusters than the ``n_clusters`` asked for (metric ``n_found``): spectral clustering on a
+near-disconnected affinity can merge all but a few points, and such a labeling's SC is no
+comparison with a k-cluster one.
 """
 
 from __future__ import annotations
@@ -74,21 +79,26 @@ def select(runs: pd.DataFrame, protocol, metric: str) -> dict:
         raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(PROTOCOLS)}")
     if by not in runs or metric not in runs:
         return {}
+    grid = runs["params"]  # the grid point is named against every run of the cell
+    if protocol.get("require_all_clusters", False):
+        if "n_found" not in runs:
+            raise UserError("protocol.require_all_clusters needs the n_found metric in the records")
+        runs = runs[runs["n_found"] == runs["params"].map(lambda p: json.loads(p).get("n_clusters"))]
     valid = runs.dropna(subset=[by, metric])
     if valid.empty:
         return {}
     best = valid.sort_values(by, ascending=ascending, kind="stable").iloc[0]
     if kind == "best":
-        return {"ours": best[metric], "selected": _grid_point(best["params"], runs["params"])}
+        return {"ours": best[metric], "selected": _grid_point(best["params"], grid)}
     if kind == "mean_std":
         return {"ours": valid[metric].mean(), "ours_std": valid[metric].std(ddof=0)}
     if kind == "mean_best":
-        selected = _grid_point(best["params"], runs["params"])
+        selected = _grid_point(best["params"], grid)
         return {"ours": valid[metric].mean(), "ours_best": best[metric], "selected": selected}
     groups = valid.assign(grid_point=valid["params"].map(_params_without_seed)).groupby("grid_point")
     means = groups[by].mean().sort_values(ascending=ascending, kind="stable")
     chosen = groups.get_group(means.index[0])
-    selected = _grid_point(chosen["params"].iloc[0], runs["params"])
+    selected = _grid_point(chosen["params"].iloc[0], grid)
     return {"ours": chosen[metric].mean(), "ours_std": chosen[metric].std(ddof=0), "selected": selected}
 
 

@@ -165,7 +165,8 @@ def test_written_table_has_gains_bold_best_and_a_cell_csv(tmp_path):
 
 def test_clam_table1_from_real_records(tmp_path):
     """Records written by the runner flow into the committed spec's cells (k-means on zoo)."""
-    records = frame(run("zoo", "kmeans", 0, {"init": "k-means++"}, {"sc": 0.3735, "nmi": 0.8331}))
+    scores = {"sc": 0.3735, "nmi": 0.8331, "n_found": 7}
+    records = frame(run("zoo", "kmeans", 0, {"init": "k-means++", "n_clusters": 7}, scores))
     records["experiment"] = "clam_baselines"
     path = tmp_path / "runs" / "smoke" / "clam_baselines" / "zoo" / "kmeans" / "x.csv"
     write_record(path, records.to_dict("records"))
@@ -185,3 +186,16 @@ def test_committed_paper_records_reproduce_clam_table1_kmeans(dataset, tmp_path)
     table.name = "clam_table1"
     cells = write_table(table, records, tmp_path, "paper").cells.set_index(["dataset", "column"])
     assert abs(cells.loc[(dataset, "kmeans"), "delta"]) <= 0.01
+
+
+def test_require_all_clusters_drops_labelings_that_merged_clusters():
+    """Spectral on Ecoli: a 2-cluster labeling has the best SC (0.836) but CLAM reports 0.381."""
+    records = frame(
+        run("ecoli", "spectral", 0, {"gamma": 2, "n_clusters": 8}, {"sc": 0.836, "n_found": 2}),
+        run("ecoli", "spectral", 0, {"gamma": 0.1, "n_clusters": 8}, {"sc": 0.381, "n_found": 8}),
+    )
+    protocol = OmegaConf.create({"kind": "best", "by": "sc"})
+    assert select(runs_of(records), protocol, "sc")["ours"] == 0.836
+    protocol.require_all_clusters = True
+    chosen = select(runs_of(records), protocol, "sc")
+    assert chosen["ours"] == 0.381 and chosen["selected"] == "gamma=0.1"
