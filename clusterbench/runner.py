@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import signal
+import threading
 import time
 import traceback
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +29,7 @@ from clusterbench.results import config_hash, is_complete, read_record, record_p
 
 @dataclass
 class PointResult:
-    """What one grid point produced (``status``: ok, failed, skipped, or cached)."""
+    """What one grid point produced (``status``: ok, failed, skipped, timeout, or cached)."""
 
     params: dict
     status: str
@@ -171,7 +174,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "config_hash": key,
             "clusterbench_version": __version__,
         }
-        outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params)
+        outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, cfg.get("timeout_s"))
         outcome.path = path
         base["fit_seconds"] = outcome.fit_seconds
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -182,7 +185,36 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     return outcomes
 
 
-def _fit_and_score(estimator, method, metrics, data: Dataset, seed: int, params: dict) -> PointResult:
+class FitTimeout(Exception):
+    """Raised inside ``fit`` by the alarm that enforces ``timeout_s``."""
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Raise :class:`FitTimeout` in this thread after ``seconds`` (SIGALRM; main thread on Unix only).
+
+    Elsewhere (or with ``seconds=None``) the fit runs unbounded.
+    """
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    if not (seconds and hasattr(signal, "setitimer") and in_main_thread):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise FitTimeout(f"fit exceeded timeout_s={seconds}")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _fit_and_score(
+    estimator, method, metrics, data: Dataset, seed: int, params: dict, timeout_s: float | None = None
+) -> PointResult:
     cap = method.get("max_samples")
     if cap is not None and len(data.y) > cap:
         return PointResult(
@@ -196,9 +228,12 @@ def _fit_and_score(estimator, method, metrics, data: Dataset, seed: int, params:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             start = time.perf_counter()
-            estimator.fit(data.X)
+            with time_limit(timeout_s):
+                estimator.fit(data.X)
             seconds = time.perf_counter() - start
             scores = score(metrics, data, np.asarray(estimator.labels_), seed)
+    except FitTimeout as exc:
+        return PointResult(params, "timeout", error=str(exc))
     except Exception as exc:
         if is_invalid_parameter(exc):
             raise HyperparameterError(f"method '{method.name}': {str(exc).splitlines()[0]}") from None
@@ -212,7 +247,7 @@ def _fit_and_score(estimator, method, metrics, data: Dataset, seed: int, params:
 def _cached(params: dict, path: Path) -> PointResult:
     frame = read_record(path)
     first = frame.iloc[0]
-    if first["status"] != "ok":  # a skipped point stays skipped on a rerun
+    if first["status"] != "ok":  # a skipped or timed-out point stays so on a rerun (force=true retries)
         return PointResult(params, str(first["status"]), error=str(first["error"]), path=path)
     scores = dict(zip(frame["metric"], frame["value"], strict=True))
     return PointResult(params, "cached", scores=scores, fit_seconds=float(first["fit_seconds"]), path=path)
@@ -225,7 +260,7 @@ def summary_line(dataset: str, method: str, seed: int, outcome: PointResult) -> 
     """``zoo  kmeans  seed=0  init=k-means++ | SC 0.374  NMI 0.833 ... | fit 2.31 s``"""
     grid = " ".join(f"{k}={v}" for k, v in outcome.params.items())
     head = f"{dataset}  {method}  seed={seed}" + (f"  {grid}" if grid else "")
-    if outcome.status in {"failed", "skipped"}:
+    if outcome.status in {"failed", "skipped", "timeout"}:
         return f"{head} | {outcome.status.upper()}: {outcome.error}"
     shown = "  ".join(
         f"{name.upper()} {value:.4f}" for name, value in outcome.scores.items() if name in SUMMARY_METRICS

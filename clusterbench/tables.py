@@ -134,11 +134,13 @@ def compute_cells(spec, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _why_empty(cell_runs: pd.DataFrame) -> str:
-    """Why a cell has no value: no runs (``missing``), or all of them ``skipped`` / ``failed``."""
-    statuses = set(cell_runs["status"])
-    if not statuses:
+    """Why a cell has no value: ``missing`` (no runs), or the status its runs ended with."""
+    statuses = set(cell_runs["status"]) - {"ok"}
+    if cell_runs.empty:
         return "missing"
-    return "skipped" if statuses == {"skipped"} else "failed"
+    if len(statuses) == 1:
+        return statuses.pop()  # skipped, timeout or failed
+    return "failed" if "failed" in statuses else "no value"
 
 
 def relative_gain(a: float, b: float) -> float:
@@ -205,7 +207,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
                     latex,
                     std,
                 )
-                if not text and side == "ours" and cell.loc[column, "status"] in {"skipped", "failed"}:
+                if not text and side == "ours" and cell.loc[column, "status"] != "missing":
                     text = cell.loc[column, "status"]
                 line[(column, side)] = text or "—"
         lines.append(line)

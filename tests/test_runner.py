@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import time
 
+import numpy as np
 import pytest
 import sklearn.cluster
 from omegaconf import OmegaConf, open_dict
@@ -14,7 +16,7 @@ from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.results import is_complete, read_record
 from clusterbench.runner import PointResult, run_job, summary_line
-from tests.helpers import DATA_FOLDER, Exploding, compose_config, record_files, require_cached
+from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
 
@@ -221,3 +223,24 @@ def test_summary_line_shows_scores_fit_time_and_cache_state():
     assert summary_line("zoo", "kmeans", 1, cached).endswith("fit 1.00 s (cached)")
     failed = PointResult({}, "failed", error="RuntimeError: boom")
     assert summary_line("zoo", "kmeans", 0, failed) == "zoo  kmeans  seed=0 | FAILED: RuntimeError: boom"
+
+
+class Sleeper(KMeansLike):
+    """Takes 5 s to fit."""
+
+    def fit(self, X, y=None):
+        time.sleep(5)
+        self.labels_ = np.zeros(len(X), dtype=int)
+        return self
+
+
+def test_a_fit_past_timeout_s_is_recorded_as_timeout_and_not_retried(tmp_path):
+    sleeper = "method.estimator._target_=tests.test_runner.Sleeper"
+    cfg = compose_config(tmp_path, "dataset=iris", "timeout_s=0.5", sleeper)
+    start = time.perf_counter()
+    [outcome] = run_job(cfg)
+    assert time.perf_counter() - start < 4
+    assert outcome.status == "timeout" and "timeout_s=0.5" in outcome.error
+    frame = read_record(outcome.path)
+    assert list(frame["status"]) == ["timeout"] and frame["value"].isna().all()
+    assert [o.status for o in run_job(cfg)] == ["timeout"]  # kept on a rerun, not refitted
