@@ -18,6 +18,7 @@ test:
 
 lint:
 	ruff check .
+	ruff format --check .
 
 tables:
 	for experiment in $(EXPERIMENTS); do \

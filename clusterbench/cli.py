@@ -36,6 +36,7 @@ commands:
   data verify                check cached files against the configs and MANIFEST.csv
 """
 
+
 # An absolute path: the editable install imports this module through a finder, where Hydra would
 # resolve a relative config_path as a package.
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -46,6 +47,7 @@ def hydra_job(cfg: DictConfig) -> None:
     experiment = choice if choice not in (None, "null") else "adhoc"
     with open_dict(cfg):
         cfg.results_dir = to_absolute_path(cfg.results_dir)
+
     def report(outcome) -> None:
         tqdm.write(summary_line(cfg.dataset.name, cfg.method.name, cfg.seed, outcome))
 
