@@ -1,0 +1,260 @@
+"""CLAM (clusterbench.methods.clam): the AM recursion against hand computations, stability at
+large β, batched restarts against single ones, seeding, validation, inference and the runner."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
+
+from clusterbench.data.sources import DATA_ENV
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import CLAM
+from clusterbench.methods.clam import am_recursion
+from clusterbench.runner import run_job
+from tests.helpers import compose_config, require_cached
+
+# Small, quick settings shared by the fits below (the profiles' epochs and restarts are far larger).
+QUICK = {"n_clusters": 3, "beta": 0.5, "steps": 5, "batch_size": 16, "epochs": 15, "restarts": 2}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """The tensors here are tiny: intra-op threads only add contention on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three well-separated standardized blobs in 8 dimensions, 20 points each, and their labels.
+
+    Every coordinate separates the blobs, so a point with a few coordinates masked still shows
+    which blob it belongs to (in 2 or 3 dimensions the masked loss is ambiguous and needs far
+    more epochs).
+    """
+    X, y = make_blobs(60, n_features=8, centers=3, center_box=(-10, 10), random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+def tensor(values) -> torch.Tensor:
+    """A float64 tensor with leading (restart, point) axes of size 1 where ``values`` lacks them."""
+    array = torch.tensor(values, dtype=torch.float64)
+    while array.dim() < 3:
+        array = array.unsqueeze(0)
+    return array
+
+
+PROTOTYPES = np.array([[0.0, 0.0], [2.0, 1.0]])
+START = np.array([0.5, 0.2])
+BETA, ALPHA = 0.7, 0.5
+
+
+def test_one_and_two_euclidean_steps_match_a_hand_computation():
+    # step 1 from x0 = (0.5, 0.2): squared distances 0.29 and 2.89 to ρ1 = (0, 0) and ρ2 = (2, 1)
+    w = np.exp(-BETA * np.array([0.29, 2.89]))
+    w /= w.sum()
+    x1 = START + ALPHA * (w[0] * (PROTOTYPES[0] - START) + w[1] * (PROTOTYPES[1] - START))
+    # step 2 from x1
+    d2 = ((PROTOTYPES - x1) ** 2).sum(1)
+    w = np.exp(-BETA * d2)
+    w /= w.sum()
+    x2 = x1 + ALPHA * (w[0] * (PROTOTYPES[0] - x1) + w[1] * (PROTOTYPES[1] - x1))
+    assert x1 == pytest.approx([0.3894, 0.1697], abs=1e-4)  # pulled toward the nearer ρ1
+
+    for steps, expected in ((1, x1), (2, x2)):
+        got = am_recursion(tensor(START), tensor(PROTOTYPES), beta=BETA, steps=steps, alpha=ALPHA)
+        np.testing.assert_allclose(got[0, 0].numpy(), expected, rtol=0, atol=1e-12)
+
+
+def test_weights_enter_the_logits_and_clamped_coordinates_stay_put():
+    log_eps = np.array([0.0, np.log(3.0)])  # eq. 11: ρ2 attracts three times as strongly
+    free = np.array([False, True])  # only the second coordinate is masked, so only it evolves
+    x = START.copy()
+    for _ in range(2):
+        w = np.exp(-BETA * ((PROTOTYPES - x) ** 2).sum(1) + log_eps)
+        w /= w.sum()
+        x = np.where(free, x + ALPHA * (w[:, None] * (PROTOTYPES - x)).sum(0), x)
+    got = am_recursion(
+        tensor(START),
+        tensor(PROTOTYPES),
+        beta=BETA,
+        steps=2,
+        alpha=ALPHA,
+        log_weights=torch.tensor(log_eps).unsqueeze(0),
+        free=torch.tensor(free).reshape(1, 1, 2),
+    )
+    np.testing.assert_allclose(got[0, 0].numpy(), x, rtol=0, atol=1e-12)
+    assert got[0, 0, 0].item() == START[0]
+
+
+def test_one_spherical_step_matches_eq_12():
+    prototypes = np.array([[3.0, 0.0], [1.0, 1.0]])
+    unit = prototypes / np.linalg.norm(prototypes, axis=1, keepdims=True)
+    x = np.array([0.6, 0.8])
+    w = np.exp(BETA * unit @ x)
+    w /= w.sum()
+    moved = x + ALPHA * (w[:, None] * unit).sum(0)
+    expected = moved / np.linalg.norm(moved)
+    got = am_recursion(tensor(x), tensor(prototypes), beta=BETA, steps=1, alpha=ALPHA, spherical=True)
+    np.testing.assert_allclose(got[0, 0].numpy(), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("beta", [100.0, 1000.0])
+def test_large_beta_gives_finite_states_and_a_finite_loss(beta, blobs):
+    prototypes = np.array([[0.0, 0.0], [1.0, 0.0]])
+    far = np.array([5.0, 5.0])  # squared distances 50 and 41
+    assert np.exp(-beta * ((prototypes - far) ** 2).sum(1)).sum() == 0  # a naive softmax gives 0 / 0
+    x = am_recursion(
+        tensor(far).float(), tensor(prototypes).float(), beta=beta, steps=2, alpha=ALPHA
+    ).double()
+    # all weight on the nearer ρ2: two steps halve the distance to it twice
+    np.testing.assert_allclose(x[0, 0].numpy(), [1.0 + 4.0 / 4, 5.0 / 4], rtol=1e-6)
+
+    X, _ = blobs
+    model = CLAM(**{**QUICK, "beta": beta, "epochs": 3}, random_state=0).fit(X)
+    assert np.isfinite(model.loss_) and np.isfinite(model.history_).all()
+    assert np.isfinite(model.cluster_centers_).all()
+
+
+def test_batched_restarts_equal_the_same_restarts_run_one_at_a_time(blobs):
+    X, _ = blobs
+    # min_lr just under two plateau decays of lr, so restarts stop at epochs of their own
+    settings = {**QUICK, "epochs": 40, "restarts": 3, "lr": 0.1, "min_lr": 0.07}
+    batched = CLAM(**settings, random_state=5).fit(X)
+    assert batched.restart_seeds_[0] == 5 and len(set(batched.restart_seeds_)) == 3
+    kept = int(np.argmin(batched.restart_losses_))
+    singles = [
+        CLAM(**{**settings, "restarts": 1}, random_state=seed).fit(X) for seed in batched.restart_seeds_
+    ]
+    for single, loss in zip(singles, batched.restart_losses_, strict=True):
+        assert single.loss_ == pytest.approx(loss, abs=1e-6)
+    assert len({single.n_iter_ for single in singles}) > 1  # the per-restart schedules differed
+    np.testing.assert_allclose(singles[kept].cluster_centers_, batched.cluster_centers_, atol=1e-6)
+    np.testing.assert_allclose(singles[kept].history_, batched.history_, atol=1e-6)
+    assert singles[kept].n_iter_ == batched.n_iter_
+    assert batched.loss_ == min(batched.restart_losses_)
+
+
+def test_same_seed_gives_identical_labels_and_another_seed_other_prototypes(blobs):
+    X, _ = blobs
+    first = CLAM(**QUICK, random_state=3).fit(X)
+    again = CLAM(**QUICK, random_state=3).fit(X)
+    other = CLAM(**QUICK, random_state=4).fit(X)
+    np.testing.assert_array_equal(first.labels_, again.labels_)
+    np.testing.assert_array_equal(first.cluster_centers_, again.cluster_centers_)
+    assert first.loss_ == again.loss_
+    assert np.abs(first.cluster_centers_ - other.cluster_centers_).max() > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("mask_prob", 1.5),
+        ("mask_prob", 0.0),
+        ("steps", 0),
+        ("mask_value", "median"),
+        ("beta", 0.0),
+        ("beta", math.nan),
+        ("lr", "fast"),
+        ("alpha", 2.0),
+        ("batch_size", 0),
+        ("restarts", 0),
+        ("epochs", 2.5),
+        ("min_lr", 1.0),
+        ("n_clusters", 1),
+        ("prototype_snapshots", [0, 500]),
+        ("random_state", -1),
+        ("device", "gpu"),
+        ("mask", "yes"),
+    ],
+)
+def test_an_invalid_hyperparameter_raises_naming_it_and_its_range(name, value, blobs):
+    X, _ = blobs
+    with pytest.raises(HyperparameterError, match=rf"CLAM {name} must be .* got "):
+        CLAM(**{**QUICK, name: value}).fit(X)
+
+
+def test_cuda_without_a_gpu_is_a_hyperparameter_error_and_auto_falls_back_to_cpu(blobs):
+    X, _ = blobs
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    with pytest.raises(HyperparameterError, match="device='cuda'"):
+        CLAM(**QUICK, device="cuda").fit(X)
+    assert CLAM(**{**QUICK, "epochs": 1}, random_state=0).fit(X).device_ == "cpu"
+
+
+@pytest.mark.parametrize(
+    "variant", [{}, {"mask": False}, {"mask_value": "max"}, {"weighted": True}, {"beta_scale": 0.5}]
+)
+def test_three_separated_blobs_are_recovered_and_labels_equal_predict(variant, blobs):
+    X, y = blobs
+    model = CLAM(**QUICK, **variant, random_state=0).fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    assert model.cluster_centers_.shape == (3, 8) and model.cluster_weights_.shape == (3,)
+    assert (model.cluster_weights_ != 1).any() == bool(variant.get("weighted"))
+    means = np.array([X[model.labels_ == c].mean(0) for c in range(3)])
+    centers = model.cluster_centers_
+    if not variant.get("mask", True):
+        np.testing.assert_allclose(centers, means, atol=0.1)
+    elif variant.get("mask_value", "mean") == "mean":
+        # T steps of size 1/T bring a masked coordinate only part of the way from the feature mean
+        # (0 here) to its prototype, so the prototypes overshoot: further out, the same direction.
+        cosines = (centers * means).sum(1) / np.linalg.norm(centers, axis=1) / np.linalg.norm(means, axis=1)
+        assert cosines.min() > 0.99
+        assert (np.linalg.norm(centers, axis=1) / np.linalg.norm(means, axis=1)).min() > 1.3
+
+
+def test_spherical_clustering_separates_directions_with_unit_prototypes():
+    rng = np.random.default_rng(0)
+    directions = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    y = np.repeat(np.arange(3), 20)
+    scales = rng.uniform(0.5, 5.0, size=(60, 1))  # only the direction matters on the sphere
+    X = scales * (directions[y] + rng.normal(scale=0.1, size=(60, 3)))
+    model = CLAM(**{**QUICK, "beta": 5.0}, spherical=True, random_state=0).fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    np.testing.assert_allclose(np.linalg.norm(model.cluster_centers_, axis=1), 1.0, atol=1e-6)
+
+
+def test_history_kept_epoch_and_snapshots_describe_the_kept_restart():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 40))
+    model = CLAM(
+        n_clusters=50, beta=0.05, steps=3, batch_size=20, epochs=6, restarts=2, prototype_snapshots=(0, 2, 6)
+    ).fit(X)
+    assert model.n_iter_ == len(model.history_) == 6
+    assert model.loss_ == pytest.approx(model.history_.min()) == model.history_[model.best_epoch_ - 1]
+    assert sorted(model.prototype_snapshots_) == [0, 2, 6]
+    initial = model.prototype_snapshots_[0]  # 2000 draws of N(0.1, 0.1²)
+    assert initial.shape == (50, 40)
+    assert initial.mean() == pytest.approx(0.1, abs=0.01) and initial.std() == pytest.approx(0.1, abs=0.01)
+    if model.best_epoch_ in model.prototype_snapshots_:
+        np.testing.assert_array_equal(model.prototype_snapshots_[model.best_epoch_], model.cluster_centers_)
+    assert np.abs(model.prototype_snapshots_[6] - initial).max() > 0.05  # training moved them
+
+
+def test_clam_configs_compose_into_their_variants(tmp_path):
+    variants = {}
+    for option in ("clam", "clam_eq8", "clam_weighted"):
+        method = compose_config(tmp_path, f"method={option}", "profile=smoke").method
+        assert method.name == "clam" and method.max_samples is None
+        assert method.estimator._target_ == "clusterbench.methods.CLAM"
+        assert (method.estimator.epochs, method.estimator.restarts) == (20, 2)  # the smoke profile's
+        variants[method.variant] = (method.estimator.mask, method.estimator.weighted)
+    assert variants == {"default": (True, False), "eq8": (False, False), "weighted": (True, True)}
+
+
+def test_the_runner_fits_clam_on_zoo_under_the_smoke_profile(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(require_cached("zoo")))
+    (outcome,) = run_job(compose_config(tmp_path, "method=clam", "dataset=zoo", "profile=smoke"))
+    assert outcome.status == "ok", outcome.error
+    assert math.isfinite(outcome.scores["sc"]) and -1 <= outcome.scores["sc"] <= 1
+    assert outcome.scores["n_found"] >= 2
