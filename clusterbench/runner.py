@@ -59,6 +59,19 @@ def dataset_config(cfg: DictConfig) -> DictConfig:
     return OmegaConf.merge(cfg.dataset, overrides) if overrides else cfg.dataset
 
 
+def method_config(cfg: DictConfig) -> DictConfig:
+    """The method config with the experiment's hyperparameters for this dataset merged in.
+
+    ``method_overrides.<method name>.<dataset name>: {hyperparameter: value}`` holds per-dataset
+    settings a paper reports (e.g. CLAM Table 6); grid points still override them.
+    """
+    tuned = OmegaConf.select(cfg, f"method_overrides.{cfg.method.name}.{cfg.dataset.name}")
+    if not tuned:
+        return cfg.method
+    method = OmegaConf.create(OmegaConf.to_container(cfg.method, resolve=True))
+    return OmegaConf.merge(method, {"estimator": tuned})
+
+
 def method_grid(cfg: DictConfig) -> list[dict]:
     """Grid points for this method: ``grids.<method name>`` (a dict of lists, or a list of them)."""
     grid = (cfg.get("grids") or {}).get(cfg.method.name)
@@ -138,7 +151,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     if cfg.device not in {"auto", "cpu", "cuda"}:
         raise UserError(f"device must be auto, cpu or cuda, got '{cfg.device}'")
     seed = int(cfg.seed)
-    method = cfg.method
+    method = method_config(cfg)
     results_dir = Path(cfg.results_dir)
     outcomes = []
     grid = method_grid(cfg)

@@ -244,3 +244,18 @@ def test_a_fit_past_timeout_s_is_recorded_as_timeout_and_not_retried(tmp_path):
     frame = read_record(outcome.path)
     assert list(frame["status"]) == ["timeout"] and frame["value"].isna().all()
     assert [o.status for o in run_job(cfg)] == ["timeout"]  # kept on a rerun, not refitted
+
+
+def test_method_overrides_set_a_datasets_tuned_hyperparameters_under_the_grid(tmp_path):
+    cfg = compose_config(
+        tmp_path,
+        "dataset=iris",
+        "profile=smoke",
+        "+method_overrides.kmeans.iris={max_iter: 7, init: random}",
+        "+method_overrides.kmeans.zoo={max_iter: 99}",
+        "+grids.kmeans.init=[k-means++]",
+    )
+    [outcome] = run_job(cfg)
+    params = json.loads(read_record(outcome.path)["params"].iloc[0])
+    assert params["max_iter"] == 7  # iris's tuned value, not zoo's, not the profile's 300
+    assert params["init"] == "k-means++"  # the grid point wins over the tuned value
