@@ -1,0 +1,281 @@
+"""DEC's soft clustering (Xie, Girshick & Farhadi, ICML 2016), as CLAM (Saha et al., ICML 2023) uses it.
+
+DEC clusters with k centroids μ_j and a Student-t soft assignment of each point z_i (eq. 1 of
+Xie et al.), sharpens it into an auxiliary target distribution (eq. 3), and moves the centroids by
+SGD on KL(P‖Q) (eq. 2, gradient eq. 4). A point's cluster is argmax_j q_ij.
+
+What CLAM changed (§4, Appendix A.3, B.2, Table 7): it runs only the soft-clustering part of DEC,
+with **no autoencoder**: the points z_i are the standardized input itself and the centroids are the
+only parameters. "DEC" seeds the centroids with Lloyd's k-means solution, as DEC does; "DEC^r"
+seeds them randomly. The other hyperparameters are DEC's suggested ones (the DEC-keras
+reimplementation): Student-t degree of freedom α = 1, SGD with learning rate 0.01 and momentum
+0.9, batches of 256, at most 2·10⁴ iterations, tol = 0.1%; CLAM sweeps ``update_interval`` over
+the values of its Table 7.
+
+Procedure (DEC-keras, described in the notes; implemented here from that description):
+
+- One **iteration** is one SGD step on one mini-batch of ``batch_size`` points; ``max_iter`` and
+  ``update_interval`` count iterations. Batches walk through a seeded random permutation of the
+  data, drawn afresh at each pass; the last batch of a pass holds the remainder (so with
+  n ≤ batch_size every iteration is a full-batch step). DEC-keras walks the data in file order;
+  we shuffle, since several datasets are stored sorted by class.
+- Every ``update_interval`` iterations (from iteration 0) the target P is recomputed from Q on the
+  full data, and the labels argmax q are compared with those at the previous update (at
+  iteration 0: with the seeding's labels). From the second update on, if fewer than a fraction
+  ``tol`` of the labels changed, training stops before the next step. Otherwise it stops after
+  ``max_iter`` iterations.
+- The batch loss is the mean over the batch's points of Σ_j p_ij log(p_ij / q_ij) (Keras' ``kld``).
+
+DEC^r seeding (``init="random"``): CLAM says only that DEC^r uses "random-initialized cluster
+centers". DEC-keras' clustering layer initializes its centroid matrix (k, d) with Glorot uniform,
+U(−√(6/(k+d)), √(6/(k+d))), and DEC then overwrites it with the k-means centers; leaving out that
+overwrite gives exactly this Glorot draw, which is what we use. In the standardized space it puts
+all centroids near the origin, well inside the data, consistent with CLAM's finding that DEC^r is
+worse than k-means on every dataset.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from clusterbench.errors import HyperparameterError
+
+INITS = ("kmeans", "random")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    """Q: Student-t soft assignment of points ``x`` (n, d) to ``centers`` (k, d) (eq. 1, Xie et al.).
+
+    q_ij = (1 + ‖z_i − μ_j‖²/α)^(−(α+1)/2) / Σ_j' (1 + ‖z_i − μ_j'‖²/α)^(−(α+1)/2).
+    Computed as a softmax of the log-kernels, so far-away points cannot underflow to 0/0.
+    """
+    return torch.softmax(_log_kernel(x, centers, alpha), dim=1)
+
+
+def log_soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    """log Q of :func:`soft_assignment`, by log-softmax (finite even where q underflows)."""
+    return torch.log_softmax(_log_kernel(x, centers, alpha), dim=1)
+
+
+def squared_distances(x: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
+    """‖z_i − μ_j‖² (n, k), as ‖z‖² − 2⟨z, μ⟩ + ‖μ‖² (one matrix product; clamped at 0 against rounding)."""
+    cross = x @ centers.T
+    return (x.square().sum(1, keepdim=True) - 2.0 * cross + centers.square().sum(1)).clamp(min=0.0)
+
+
+def _log_kernel(x: torch.Tensor, centers: torch.Tensor, alpha: float) -> torch.Tensor:
+    squared = squared_distances(x, centers)
+    return -(alpha + 1.0) / 2.0 * torch.log1p(squared / alpha)
+
+
+def target_distribution(q: torch.Tensor) -> torch.Tensor:
+    """P: DEC's auxiliary target (eq. 3, Xie et al.): p_ij = (q_ij² / f_j) / Σ_j' (q_ij'² / f_j').
+
+    f_j = Σ_i q_ij is cluster j's soft frequency; squaring sharpens the assignments, dividing by
+    f_j keeps large clusters from taking over.
+    """
+    weight = q.square() / q.sum(0, keepdim=True)
+    return weight / weight.sum(1, keepdim=True)
+
+
+def kl_divergence(p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """Mean over points of KL(P_i‖Q_i) = Σ_j p_ij (log p_ij − log q_ij) (eq. 2, per point), 0 log 0 = 0."""
+    return (torch.xlogy(p, p) - p * log_q).sum(1).mean()
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise HyperparameterError("DEC device='cuda' but no CUDA GPU is visible; use device=auto or cpu")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class DEC(ClusterMixin, BaseEstimator):
+    """DEC soft clustering on the input space (no autoencoder), as CLAM's DEC and DEC^r baselines.
+
+    See the module docstring for the procedure, what CLAM changed, and the DEC^r seeding.
+
+    Parameters
+    ----------
+    n_clusters : number of centroids k (≥ 2).
+    init : 'kmeans' (DEC: scikit-learn's KMeans on X, ``n_init`` restarts, seeded by
+        ``random_state``) or 'random' (DEC^r: Glorot-uniform centroids, as DEC-keras' clustering
+        layer draws them before DEC overwrites them with the k-means centers).
+    n_init : k-means restarts for the seeding (≥ 1; DEC-keras uses 20).
+    alpha : degree of freedom α > 0 of the Student-t kernel (eq. 1; DEC and CLAM Table 7: 1).
+    lr, momentum : SGD learning rate (> 0) and momentum (in [0, 1)).
+    batch_size : points per SGD step (≥ 1).
+    update_interval : iterations between recomputations of the target P on the full data (≥ 1).
+    max_iter : most SGD iterations (≥ 1; DEC: 2·10⁴).
+    tol : stop at a target update where fewer than this fraction of labels changed since the
+        previous update (in [0, 1]; 0 never stops early).
+    device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
+    random_state : int ≥ 0 or None; seeds k-means, the random centroids and the batch order.
+
+    Attributes
+    ----------
+    labels_ : argmax_j q_ij with the final centroids.
+    cluster_centers_ : (k, d) final centroids.
+    init_centers_ : (k, d) centroids the optimization started from.
+    n_iter_ : SGD iterations run.
+    history_ : per target update, dict of arrays: ``iteration`` (SGD steps before the update),
+        ``kl`` (full-data mean KL(P‖Q) right after P was recomputed), ``changed`` (fraction of
+        labels changed since the previous update; at iteration 0, since the seeding's labels).
+    converged_ : True when training stopped on ``tol``, False when it ran ``max_iter`` iterations.
+    device_ : the device used.
+    """
+
+    def __init__(
+        self,
+        n_clusters=8,
+        init="kmeans",
+        n_init=20,
+        alpha=1.0,
+        lr=0.01,
+        momentum=0.9,
+        batch_size=256,
+        update_interval=140,
+        max_iter=20000,
+        tol=1e-3,
+        device="auto",
+        random_state=None,
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.alpha = alpha
+        self.lr = lr
+        self.momentum = momentum
+        self.batch_size = batch_size
+        self.update_interval = update_interval
+        self.max_iter = max_iter
+        self.tol = tol
+        self.device = device
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        self._check_hyperparameters()
+        X = check_array(X, dtype=[np.float64, np.float32])
+        if len(X) < self.n_clusters:
+            raise HyperparameterError(
+                f"DEC n_clusters must be at most the number of points ({len(X)}), got {self.n_clusters}"
+            )
+        self.n_features_in_ = X.shape[1]
+        self.device_ = resolve_device(self.device)
+        seed = self.random_state
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+        generator = torch.Generator(device=self.device_).manual_seed(int(seed))
+        data = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
+
+        initial = self._initial_centers(X, data, generator, seed)
+        self.init_centers_ = initial.double().cpu().numpy()
+        centers = initial.clone().requires_grad_()
+        optimizer = torch.optim.SGD([centers], lr=self.lr, momentum=self.momentum)
+
+        n = len(data)
+        labels = self._labels(data, initial)
+        history = {"iteration": [], "kl": [], "changed": []}
+        target = None
+        order = torch.empty(0, dtype=torch.long, device=self.device_)
+        position = n  # start of the next batch in ``order``; n = draw a new permutation
+        self.converged_ = False
+        iteration = 0
+        while iteration < self.max_iter:
+            if iteration % self.update_interval == 0:
+                with torch.no_grad():
+                    log_q = log_soft_assignment(data, centers, self.alpha)
+                    q = log_q.exp()
+                    target = target_distribution(q)
+                    current = q.argmax(1)
+                    changed = float((current != labels).float().mean())
+                    history["iteration"].append(iteration)
+                    history["kl"].append(float(kl_divergence(target, log_q)))
+                    history["changed"].append(changed)
+                    labels = current
+                if iteration > 0 and changed < self.tol:
+                    self.converged_ = True
+                    break
+            if position >= n:
+                order = torch.randperm(n, generator=generator, device=self.device_)
+                position = 0
+            batch = order[position : position + self.batch_size]
+            position += self.batch_size
+            loss = kl_divergence(target[batch], log_soft_assignment(data[batch], centers, self.alpha))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            iteration += 1
+
+        final = centers.detach()
+        self.n_iter_ = iteration
+        self.history_ = {key: np.asarray(values) for key, values in history.items()}
+        self.cluster_centers_ = final.double().cpu().numpy()
+        self.labels_ = self._labels(data, final).cpu().numpy()
+        return self
+
+    def predict(self, X):
+        """argmax_j q_ij of each point of ``X`` with the fitted centroids (= the nearest centroid)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = check_array(X, dtype=[np.float64, np.float32])
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but DEC was fitted with {self.n_features_in_}")
+        data = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
+        centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
+        return self._labels(data, centers).cpu().numpy()
+
+    def _check_hyperparameters(self) -> None:
+        """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
+        checks = [
+            ("n_clusters", lambda v: _is_int(v) and v >= 2, "an integer >= 2"),
+            ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
+            ("n_init", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+            ("alpha", lambda v: _is_real(v) and v > 0, "a number > 0"),
+            ("lr", lambda v: _is_real(v) and v > 0, "a number > 0"),
+            ("momentum", lambda v: _is_real(v) and 0 <= v < 1, "in [0, 1)"),
+            ("batch_size", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+            ("update_interval", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+            ("max_iter", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+            ("tol", lambda v: _is_real(v) and 0 <= v <= 1, "in [0, 1]"),
+            ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+            ("random_state", lambda v: v is None or (_is_int(v) and v >= 0), "None or an integer >= 0"),
+        ]
+        for name, valid, allowed in checks:
+            value = getattr(self, name)
+            if not valid(value):
+                raise HyperparameterError(f"DEC {name} must be {allowed}, got {value!r}")
+
+    def _initial_centers(
+        self, X: np.ndarray, data: torch.Tensor, generator: torch.Generator, seed: int
+    ) -> torch.Tensor:
+        """k-means centers (DEC) or a Glorot-uniform draw (DEC^r); see the module docstring."""
+        k, d = self.n_clusters, data.shape[1]
+        if self.init == "kmeans":
+            kmeans = KMeans(n_clusters=k, n_init=self.n_init, random_state=seed % 2**32).fit(X)
+            return torch.as_tensor(kmeans.cluster_centers_, dtype=torch.float32, device=data.device)
+        limit = math.sqrt(6.0 / (k + d))
+        uniform = torch.rand(k, d, generator=generator, device=data.device)
+        return (2.0 * uniform - 1.0) * limit
+
+    @torch.no_grad()
+    def _labels(self, data: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
+        """argmax_j q_ij, i.e. the nearest centroid (q decreases with the distance)."""
+        return squared_distances(data, centers).argmin(1)

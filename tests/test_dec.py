@@ -1,0 +1,194 @@
+"""DEC (clusterbench.methods.dec): Q, P, KL and its gradient against hand computations (eqs. 1-4 of
+Xie et al. 2016), k-means and random seeding, the tol stopping rule, seeding, validation, the
+configs of CLAM Table 1 and the runner."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
+
+from clusterbench.data.sources import DATA_ENV
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import DEC
+from clusterbench.methods.dec import kl_divergence, log_soft_assignment, soft_assignment, target_distribution
+from clusterbench.runner import run_job
+from tests.helpers import compose_config, require_cached
+
+# CLAM Table 7: the update_interval values swept for DCEC/DEC/DEC^r.
+TABLE7_UPDATE_INTERVALS = [1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 75, 100, 125, 140, 150, 200]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """The tensors here are tiny: intra-op threads only add contention on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three well-separated standardized blobs in 8 dimensions, 20 points each, and their labels."""
+    X, y = make_blobs(60, n_features=8, centers=3, center_box=(-10, 10), random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+# Two points and two centroids: z1 = (0, 0), z2 = (1, 1); mu1 = (0, 0), mu2 = (2, 0).
+# Squared distances: z1 -> (0, 4), z2 -> (2, 2).
+POINTS = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
+CENTERS = torch.tensor([[0.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
+# eq. 1 with alpha = 1: kernels 1/(1 + d^2) = (1, 1/5) and (1/3, 1/3).
+Q = np.array([[5 / 6, 1 / 6], [1 / 2, 1 / 2]])
+# eq. 3: f = (4/3, 2/3); q^2/f = (25/48, 2/48) and (3/16, 6/16), normalized per row.
+P = np.array([[25 / 27, 2 / 27], [1 / 3, 2 / 3]])
+
+
+def test_soft_assignment_is_the_student_t_kernel_of_eq_1():
+    np.testing.assert_allclose(soft_assignment(POINTS, CENTERS, alpha=1.0).numpy(), Q, rtol=0, atol=1e-12)
+    # alpha = 2: kernels (1 + d^2/2)^(-3/2) = (1, 3^(-3/2)) for z1 and equal ones for z2
+    z1 = np.array([1.0, 3.0**-1.5])
+    expected = np.array([z1 / z1.sum(), [0.5, 0.5]])
+    np.testing.assert_allclose(soft_assignment(POINTS, CENTERS, alpha=2.0).numpy(), expected, atol=1e-12)
+    log_q = log_soft_assignment(POINTS, CENTERS, alpha=1.0).numpy()
+    np.testing.assert_allclose(log_q, np.log(Q), atol=1e-12)
+
+
+def test_target_distribution_and_kl_match_eq_3_and_eq_2():
+    q = torch.tensor(Q)
+    np.testing.assert_allclose(target_distribution(q).numpy(), P, rtol=0, atol=1e-12)
+    kl = (P * np.log(P / Q)).sum(1).mean()  # mean over the points of KL(P_i || Q_i)
+    assert kl_divergence(torch.tensor(P), torch.log(q)).item() == pytest.approx(kl, abs=1e-12)
+    assert kl_divergence(torch.tensor([[1.0, 0.0]]), torch.log(torch.tensor([[0.5, 0.5]]))).item() == (
+        pytest.approx(math.log(2.0))  # 0 log 0 = 0
+    )
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_the_centroid_gradient_is_eq_4(alpha):
+    # dL/dmu_j = -(alpha+1)/alpha * sum_i (1 + |z_i - mu_j|^2/alpha)^-1 (p_ij - q_ij)(z_i - mu_j),
+    # divided by n since the loss is the mean over the points
+    centers = CENTERS.clone().requires_grad_()
+    p = target_distribution(soft_assignment(POINTS, CENTERS, alpha))
+    kl_divergence(p, log_soft_assignment(POINTS, centers, alpha)).backward()
+    z, mu = POINTS.numpy(), CENTERS.numpy()
+    q = soft_assignment(POINTS, CENTERS, alpha).numpy()
+    diff = z[:, None, :] - mu[None, :, :]
+    kernel = 1.0 / (1.0 + (diff**2).sum(-1) / alpha)
+    expected = -(alpha + 1) / alpha * ((kernel * (p.numpy() - q))[:, :, None] * diff).sum(0) / len(z)
+    np.testing.assert_allclose(centers.grad.numpy(), expected, rtol=0, atol=1e-12)
+
+
+def test_kmeans_seeded_dec_recovers_the_blobs_and_keeps_kmeans_labels(blobs):
+    X, y = blobs
+    model = DEC(n_clusters=3, update_interval=10, random_state=0).fit(X)
+    kmeans = KMeans(n_clusters=3, n_init=20, random_state=0).fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    np.testing.assert_array_equal(model.labels_, kmeans.labels_)
+    np.testing.assert_allclose(model.init_centers_, kmeans.cluster_centers_, atol=1e-6)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    assert model.cluster_centers_.shape == (3, 8)
+    assert model.converged_ and model.n_iter_ == 10  # nothing changed at the second update
+    np.testing.assert_array_equal(model.history_["iteration"], [0, 10])
+    np.testing.assert_array_equal(model.history_["changed"], [0.0, 0.0])
+    assert np.abs(model.cluster_centers_ - model.init_centers_).max() > 0  # the SGD steps moved them
+
+
+def test_randomly_seeded_dec_gives_valid_labels_from_glorot_uniform_centroids(blobs):
+    X, _ = blobs
+    model = DEC(n_clusters=3, init="random", update_interval=5, random_state=1).fit(X)
+    assert model.labels_.shape == (60,) and model.labels_.dtype.kind == "i"
+    assert model.labels_.min() >= 0 and model.labels_.max() < 3
+    limit = math.sqrt(6 / (3 + 8))
+    assert np.abs(model.init_centers_).max() <= limit
+    assert np.isfinite(model.cluster_centers_).all()
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+@pytest.mark.parametrize("init", ["kmeans", "random"])
+def test_same_seed_gives_identical_labels(init, blobs):
+    X, _ = blobs
+    settings = {"n_clusters": 3, "init": init, "batch_size": 16, "update_interval": 7, "max_iter": 200}
+    first = DEC(**settings, random_state=3).fit(X)
+    again = DEC(**settings, random_state=3).fit(X)
+    np.testing.assert_array_equal(first.labels_, again.labels_)
+    np.testing.assert_array_equal(first.cluster_centers_, again.cluster_centers_)
+    np.testing.assert_array_equal(first.history_["kl"], again.history_["kl"])
+    if init == "random":
+        other = DEC(**settings, random_state=4).fit(X)
+        assert np.abs(first.init_centers_ - other.init_centers_).max() > 1e-3
+
+
+def test_training_stops_on_tol_or_after_max_iter(blobs):
+    X, _ = blobs
+    for settings in (
+        {"init": "random", "batch_size": 16, "update_interval": 4, "max_iter": 2000},
+        {"init": "random", "batch_size": 16, "update_interval": 4, "max_iter": 9, "tol": 0.0},
+    ):
+        model = DEC(n_clusters=3, **settings, random_state=0).fit(X)
+        history = model.history_
+        assert model.n_iter_ <= settings["max_iter"]
+        assert history["changed"][-1] < model.tol or model.n_iter_ == model.max_iter
+        assert model.converged_ == (model.n_iter_ < model.max_iter)
+        np.testing.assert_array_equal(history["iteration"], np.arange(len(history["kl"])) * 4)
+        assert ((history["changed"] >= 0) & (history["changed"] <= 1)).all()
+        assert np.isfinite(history["kl"]).all() and (history["kl"] >= 0).all()
+    assert model.n_iter_ == 9 and not model.converged_  # tol = 0 never stops early
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("n_clusters", 1),
+        ("init", "k-means++"),
+        ("n_init", 0),
+        ("alpha", 0.0),
+        ("alpha", math.inf),
+        ("lr", -0.1),
+        ("momentum", 1.0),
+        ("batch_size", 0),
+        ("update_interval", 2.5),
+        ("max_iter", 0),
+        ("tol", 1.5),
+        ("device", "gpu"),
+        ("random_state", -1),
+    ],
+)
+def test_an_invalid_hyperparameter_raises_naming_it_and_its_range(name, value, blobs):
+    X, _ = blobs
+    with pytest.raises(HyperparameterError, match=rf"DEC {name} must be .* got "):
+        DEC(**{"n_clusters": 3, name: value}).fit(X)
+
+
+def test_the_dec_configs_and_the_table1_experiment_compose(tmp_path):
+    cfg = compose_config(tmp_path, "experiment=clam_table1", "method=dec_random", "dataset=zoo")
+    assert cfg.method.name == "dec_random" and cfg.method.variant == "default"
+    assert cfg.method.estimator._target_ == "clusterbench.methods.DEC"
+    assert (cfg.method.estimator.init, cfg.method.estimator.n_init) == ("random", 20)
+    assert compose_config(tmp_path, "method=dec").method.estimator.init == "kmeans"
+    for method in ("dec", "dec_random"):
+        assert list(cfg.grids[method].update_interval) == TABLE7_UPDATE_INTERVALS
+    # CLAM Table 6, two rows: Zoo and FMNIST
+    zoo, fmnist = cfg.method_overrides.clam.zoo, cfg.method_overrides.clam.fashion_mnist
+    assert dict(zoo) == {
+        "beta": 2.4, "steps": 10, "lr": 0.1, "batch_size": 8, "mask_prob": 0.2, "mask_value": "mean"
+    }  # fmt: skip
+    assert dict(fmnist) == {
+        "beta": 0.0005, "steps": 5, "lr": 0.01, "batch_size": 256, "mask_prob": 0.1, "mask_value": "max"
+    }  # fmt: skip
+    assert cfg.dataset_overrides.fashion_mnist.split == "train"
+
+
+def test_the_runner_fits_dec_on_zoo_under_the_smoke_profile(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(require_cached("zoo")))
+    (outcome,) = run_job(compose_config(tmp_path, "method=dec", "dataset=zoo", "profile=smoke"))
+    assert outcome.status == "ok", outcome.error
+    assert math.isfinite(outcome.scores["sc"]) and -1 <= outcome.scores["sc"] <= 1
+    assert outcome.scores["n_found"] >= 2
