@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import json
 import signal
 import threading
 import time
 import traceback
 import warnings
-from contextlib import contextmanager
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -202,7 +204,7 @@ class FitTimeout(Exception):
     """Raised inside ``fit`` by the alarm that enforces ``timeout_s``."""
 
 
-@contextmanager
+@contextlib.contextmanager
 def time_limit(seconds: float | None):
     """Raise :class:`FitTimeout` in this thread after ``seconds`` (SIGALRM; main thread on Unix only).
 
@@ -236,9 +238,11 @@ def _fit_and_score(
             error=f"n={len(data.y)} exceeds method.max_samples={cap} (dense n x n memory)",
         )
     try:
-        # Library warnings (e.g. "fewer distinct clusters than n_clusters") are summarised in the
-        # job's output line instead of flooding a sweep's log.
-        with warnings.catch_warnings(record=True) as caught:
+        # Library warnings (e.g. "fewer distinct clusters than n_clusters") and prints (e.g. "SVD did
+        # not converge, randomizing and trying again") are summarised in the job's output line
+        # instead of flooding a sweep's log.
+        printed = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
             warnings.simplefilter("always")
             start = time.perf_counter()
             with time_limit(timeout_s):
@@ -254,6 +258,7 @@ def _fit_and_score(
         where = f" at {Path(last.filename).name}:{last.lineno}"
         return PointResult(params, "failed", error=f"{type(exc).__name__}: {exc}{where}")
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
+    notes += [f"printed {n}x: {line}" for line, n in Counter(printed.getvalue().splitlines()).items()]
     return PointResult(params, "ok", scores=scores, fit_seconds=seconds, warnings=notes)
 
 

@@ -259,3 +259,21 @@ def test_method_overrides_set_a_datasets_tuned_hyperparameters_under_the_grid(tm
     params = json.loads(read_record(outcome.path)["params"].iloc[0])
     assert params["max_iter"] == 7  # iris's tuned value, not zoo's, not the profile's 300
     assert params["init"] == "k-means++"  # the grid point wins over the tuned value
+
+
+class Chatty(KMeansLike):
+    """Prints the same line three times while fitting, as scikit-learn's discretize does."""
+
+    def fit(self, X, y=None):
+        for _ in range(3):
+            print("SVD did not converge, randomizing and trying again")
+        self.labels_ = (np.arange(len(X)) % 2).astype(int)
+        return self
+
+
+def test_what_a_fit_prints_is_summarised_not_streamed(tmp_path, capsys):
+    cfg = compose_config(tmp_path, "dataset=iris", "method.estimator._target_=tests.test_runner.Chatty")
+    [outcome] = run_job(cfg)
+    assert capsys.readouterr().out == ""
+    assert outcome.warnings == ["printed 3x: SVD did not converge, randomizing and trying again"]
+    assert "[warning: printed 3x: SVD did not converge" in summary_line("iris", "chatty", 0, outcome)
