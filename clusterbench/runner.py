@@ -27,6 +27,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import config_hash, is_complete, read_record, record_path, write_record
+from clusterbench.validation import resolve_device
 
 
 @dataclass
@@ -40,19 +41,6 @@ class PointResult:
     error: str = ""
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
-
-
-def resolve_device(requested: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; asking for a missing GPU is an error."""
-    if requested == "cpu":
-        return "cpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if requested == "cuda":
-        raise UserError("device=cuda but no CUDA GPU is visible; use device=auto or device=cpu")
-    return "cpu"
 
 
 def dataset_config(cfg: DictConfig) -> DictConfig:

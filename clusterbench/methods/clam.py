@@ -27,7 +27,6 @@ Where the authors' code (bsaha205/clam, TensorFlow) and the paper differ, and wh
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,10 +36,9 @@ import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from clusterbench.errors import HyperparameterError
+from clusterbench.validation import DEVICES, check_hyperparameters, is_int, is_real, resolve_device
 
 MASK_VALUES = ("mean", "min", "max")
-DEVICES = ("auto", "cpu", "cuda")
 # Prototypes start at N(0.1, 0.1²) in every coordinate (authors' code; no data-based seeding).
 INIT_MEAN, INIT_STD = 0.1, 0.1
 # Plateau schedule (CLAM Table 5, authors' code): from epoch PLATEAU_WINDOW on, the mean of the
@@ -118,15 +116,6 @@ def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
     return [base, *hashed]
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
-    if device == "cuda" and not torch.cuda.is_available():
-        raise HyperparameterError("CLAM device='cuda' but no CUDA GPU is visible; use device=auto or cpu")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 class RestartAdam:
     """Adam (Kingma & Ba) on parameters stacked over restarts, with one learning rate per restart.
 
@@ -190,14 +179,6 @@ class TrainedRestarts:
     best_epochs: np.ndarray
     histories: list[list[float]]  # epoch losses
     snapshots: dict[int, tuple[torch.Tensor, np.ndarray]]  # epoch: (prototypes, which restarts ran it)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
 
 
 class CLAM(ClusterMixin, BaseEstimator):
@@ -329,18 +310,18 @@ class CLAM(ClusterMixin, BaseEstimator):
         Checked in order, so a check may rely on the ones before it (min_lr on lr, snapshots on epochs).
         """
         checks = [
-            ("n_clusters", lambda v: _is_int(v) and v >= 2, "an integer >= 2"),
-            ("beta", lambda v: _is_real(v) and v > 0, "a number > 0"),
-            ("beta_scale", lambda v: _is_real(v) and v > 0, "a number > 0"),
-            ("steps", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("alpha", lambda v: v is None or (_is_real(v) and 0 < v <= 1), "None or in (0, 1]"),
-            ("lr", lambda v: _is_real(v) and v > 0, "a number > 0"),
-            ("min_lr", lambda v: _is_real(v) and 0 < v <= self.lr, f"in (0, lr={self.lr}]"),
-            ("batch_size", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("epochs", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("restarts", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+            ("n_clusters", lambda v: is_int(v) and v >= 2, "an integer >= 2"),
+            ("beta", lambda v: is_real(v) and v > 0, "a number > 0"),
+            ("beta_scale", lambda v: is_real(v) and v > 0, "a number > 0"),
+            ("steps", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("alpha", lambda v: v is None or (is_real(v) and 0 < v <= 1), "None or in (0, 1]"),
+            ("lr", lambda v: is_real(v) and v > 0, "a number > 0"),
+            ("min_lr", lambda v: is_real(v) and 0 < v <= self.lr, f"in (0, lr={self.lr}]"),
+            ("batch_size", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("epochs", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("restarts", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
             ("mask", lambda v: isinstance(v, bool), "true or false"),
-            ("mask_prob", lambda v: _is_real(v) and 0 < v < 1, "in (0, 1)"),
+            ("mask_prob", lambda v: is_real(v) and 0 < v < 1, "in (0, 1)"),
             ("mask_value", lambda v: v in MASK_VALUES, f"one of {', '.join(MASK_VALUES)}"),
             ("weighted", lambda v: isinstance(v, bool), "true or false"),
             ("spherical", lambda v: isinstance(v, bool), "true or false"),
@@ -351,18 +332,15 @@ class CLAM(ClusterMixin, BaseEstimator):
                     or (
                         isinstance(v, Sequence)
                         and not isinstance(v, str)
-                        and all(_is_int(e) and 0 <= e <= self.epochs for e in v)
+                        and all(is_int(e) and 0 <= e <= self.epochs for e in v)
                     )
                 ),
                 f"None or a list of epochs in [0, epochs={self.epochs}]",
             ),
-            ("random_state", lambda v: v is None or (_is_int(v) and v >= 0), "None or an integer >= 0"),
+            ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer >= 0"),
             ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
         ]
-        for name, valid, allowed in checks:
-            value = getattr(self, name)
-            if not valid(value):
-                raise HyperparameterError(f"CLAM {name} must be {allowed}, got {value!r}")
+        check_hyperparameters(self, checks)
 
     def _points(self, X: np.ndarray) -> torch.Tensor:
         points = torch.as_tensor(X, dtype=torch.float32, device=self.device_)

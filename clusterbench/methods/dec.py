@@ -37,7 +37,6 @@ worse than k-means on every dataset.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
@@ -46,9 +45,9 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from clusterbench.errors import HyperparameterError
+from clusterbench.validation import DEVICES, check_hyperparameters, is_int, is_real, resolve_device
 
 INITS = ("kmeans", "random")
-DEVICES = ("auto", "cpu", "cuda")
 
 
 def soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
@@ -89,23 +88,6 @@ def target_distribution(q: torch.Tensor) -> torch.Tensor:
 def kl_divergence(p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     """Mean over points of KL(P_i‖Q_i) = Σ_j p_ij (log p_ij − log q_ij) (eq. 2, per point), 0 log 0 = 0."""
     return (torch.xlogy(p, p) - p * log_q).sum(1).mean()
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
-    if device == "cuda" and not torch.cuda.is_available():
-        raise HyperparameterError("DEC device='cuda' but no CUDA GPU is visible; use device=auto or cpu")
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class DEC(ClusterMixin, BaseEstimator):
@@ -245,23 +227,20 @@ class DEC(ClusterMixin, BaseEstimator):
     def _check_hyperparameters(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
         checks = [
-            ("n_clusters", lambda v: _is_int(v) and v >= 2, "an integer >= 2"),
+            ("n_clusters", lambda v: is_int(v) and v >= 2, "an integer >= 2"),
             ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
-            ("n_init", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("alpha", lambda v: _is_real(v) and v > 0, "a number > 0"),
-            ("lr", lambda v: _is_real(v) and v > 0, "a number > 0"),
-            ("momentum", lambda v: _is_real(v) and 0 <= v < 1, "in [0, 1)"),
-            ("batch_size", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("update_interval", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("max_iter", lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
-            ("tol", lambda v: _is_real(v) and 0 <= v <= 1, "in [0, 1]"),
+            ("n_init", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("alpha", lambda v: is_real(v) and v > 0, "a number > 0"),
+            ("lr", lambda v: is_real(v) and v > 0, "a number > 0"),
+            ("momentum", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)"),
+            ("batch_size", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("update_interval", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("max_iter", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("tol", lambda v: is_real(v) and 0 <= v <= 1, "in [0, 1]"),
             ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
-            ("random_state", lambda v: v is None or (_is_int(v) and v >= 0), "None or an integer >= 0"),
+            ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer >= 0"),
         ]
-        for name, valid, allowed in checks:
-            value = getattr(self, name)
-            if not valid(value):
-                raise HyperparameterError(f"DEC {name} must be {allowed}, got {value!r}")
+        check_hyperparameters(self, checks)
 
     def _initial_centers(
         self, X: np.ndarray, data: torch.Tensor, generator: torch.Generator, seed: int

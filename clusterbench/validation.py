@@ -1,0 +1,46 @@
+"""Checks shared by the estimators and the runner: hyperparameter values and the compute device."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable
+
+from clusterbench.errors import HyperparameterError
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_hyperparameters(estimator, checks: Iterable[tuple[str, Callable, str]]) -> None:
+    """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values.
+
+    ``checks`` holds ``(name, is_valid, allowed)``; they run in order, so a check may rely on the
+    ones before it.
+    """
+    for name, valid, allowed in checks:
+        value = getattr(estimator, name)
+        if not valid(value):
+            raise HyperparameterError(f"{type(estimator).__name__} {name} must be {allowed}, got {value!r}")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
+    if device not in DEVICES:
+        raise HyperparameterError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return "cpu"
+    import torch  # only where a device is really asked for: CPU-only baselines never load torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise HyperparameterError("device='cuda' but no CUDA GPU is visible; use device=auto or device=cpu")
+    return "cpu"
