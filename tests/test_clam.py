@@ -23,13 +23,7 @@ from tests.helpers import compose_config, require_cached
 QUICK = {"n_clusters": 3, "beta": 0.5, "steps": 5, "batch_size": 16, "epochs": 15, "restarts": 2}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The tensors here are tiny: intra-op threads only add contention on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
