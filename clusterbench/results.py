@@ -85,11 +85,16 @@ def read_record(path: Path) -> pd.DataFrame:
     )
 
 
-def is_complete(path: Path) -> bool:
-    """A record counts as done when it exists and its job did not fail (failed jobs are retried)."""
+def finished_record(path: Path) -> pd.DataFrame | None:
+    """The record at ``path`` if its job is done: it exists and did not fail (failed jobs are retried)."""
     if not path.exists():
-        return False
-    return bool((read_record(path)["status"] != "failed").all())
+        return None
+    frame = read_record(path)
+    return frame if (frame["status"] != "failed").all() else None
+
+
+def is_complete(path: Path) -> bool:
+    return finished_record(path) is not None
 
 
 def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | None = None) -> pd.DataFrame:

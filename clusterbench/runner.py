@@ -26,8 +26,8 @@ from clusterbench import __version__
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
 from clusterbench.metrics import call_metric
-from clusterbench.results import config_hash, is_complete, read_record, record_path, write_record
-from clusterbench.validation import resolve_device
+from clusterbench.results import config_hash, finished_record, record_path, write_record
+from clusterbench.validation import DEVICES, resolve_device
 
 
 @dataclass
@@ -101,13 +101,17 @@ def check_n_clusters(estimator, data: Dataset) -> None:
         )
 
 
+def metric_options(spec: DictConfig) -> dict:
+    """A metric's options from its suite entry (everything but ``_target_``)."""
+    return {k: v for k, v in spec.items() if k != "_target_"}
+
+
 def score(metrics: DictConfig, data: Dataset, labels: np.ndarray, seed: int) -> dict[str, float]:
     available = {"X": data.X, "y": data.y, "labels": labels, "random_state": seed}
-    scores = {}
-    for name, spec in metrics.items():
-        options = {k: v for k, v in spec.items() if k != "_target_"}
-        scores[name] = call_metric(get_method(spec._target_), available, options)
-    return scores
+    return {
+        name: call_metric(get_method(spec._target_), available, metric_options(spec))
+        for name, spec in metrics.items()
+    }
 
 
 def estimator_params(estimator) -> dict:
@@ -122,7 +126,7 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
         {
             **base,
             "metric": name,
-            "metric_params": json.dumps({k: v for k, v in metrics[name].items() if k != "_target_"}),
+            "metric_params": json.dumps(metric_options(metrics[name])),
             "value": value,
             "status": "ok",
             "error": "",
@@ -138,30 +142,31 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     """
     dataset_cfg = dataset_config(cfg)
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
-    if cfg.device not in {"auto", "cpu", "cuda"}:
+    if cfg.device not in DEVICES:
         raise UserError(f"device must be auto, cpu or cuda, got '{cfg.device}'")
     seed = int(cfg.seed)
     method = method_config(cfg)
     results_dir = Path(cfg.results_dir)
+    job_identity = {
+        "experiment": experiment,
+        "profile": cfg.profile.name,
+        "max_samples": cfg.profile.get("max_samples"),
+        "dataset": OmegaConf.to_container(dataset_cfg, resolve=True),
+        "seed": seed,
+        "metrics": OmegaConf.to_container(cfg.metrics, resolve=True),
+    }
     outcomes = []
     grid = method_grid(cfg)
     for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
         estimator = build_estimator(method, params, data, seed, cfg.device)
         check_n_clusters(estimator, data)
         hyper = estimator_params(estimator)
-        identity = {
-            "experiment": experiment,
-            "profile": cfg.profile.name,
-            "max_samples": cfg.profile.get("max_samples"),
-            "dataset": OmegaConf.to_container(dataset_cfg, resolve=True),
-            "method": {"target": method.estimator._target_, "variant": method.variant, "params": hyper},
-            "seed": seed,
-            "metrics": OmegaConf.to_container(cfg.metrics, resolve=True),
-        }
-        key = config_hash(identity)
+        point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}
+        key = config_hash({**job_identity, "method": point})
         path = record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
-        if not cfg.force and is_complete(path):
-            outcomes.append(_cached(params, path))
+        done = None if cfg.force else finished_record(path)
+        if done is not None:
+            outcomes.append(_cached(params, done, path))
             if report:
                 report(outcomes[-1])
             continue
@@ -250,8 +255,7 @@ def _fit_and_score(
     return PointResult(params, "ok", scores=scores, fit_seconds=seconds, warnings=notes)
 
 
-def _cached(params: dict, path: Path) -> PointResult:
-    frame = read_record(path)
+def _cached(params: dict, frame, path: Path) -> PointResult:
     first = frame.iloc[0]
     if first["status"] != "ok":  # a skipped or timed-out point stays so on a rerun (force=true retries)
         return PointResult(params, str(first["status"]), error=str(first["error"]), path=path)
