@@ -12,12 +12,10 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
-from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import CLAM
 from clusterbench.methods.clam import am_recursion
-from clusterbench.runner import run_job
-from tests.helpers import compose_config, require_cached
+from tests.helpers import compose_config
 
 # Small, quick settings shared by the fits below (the profiles' epochs and restarts are far larger).
 QUICK = {"n_clusters": 3, "beta": 0.5, "steps": 5, "batch_size": 16, "epochs": 15, "restarts": 2}
@@ -244,11 +242,3 @@ def test_clam_configs_compose_into_their_variants(tmp_path):
         assert (method.estimator.epochs, method.estimator.restarts) == (20, 2)  # the smoke profile's
         variants[method.variant] = (method.estimator.mask, method.estimator.weighted)
     assert variants == {"default": (True, False), "eq8": (False, False), "weighted": (True, True)}
-
-
-def test_the_runner_fits_clam_on_zoo_under_the_smoke_profile(tmp_path, monkeypatch):
-    monkeypatch.setenv(DATA_ENV, str(require_cached("zoo")))
-    (outcome,) = run_job(compose_config(tmp_path, "method=clam", "dataset=zoo", "profile=smoke"))
-    assert outcome.status == "ok", outcome.error
-    assert math.isfinite(outcome.scores["sc"]) and -1 <= outcome.scores["sc"] <= 1
-    assert outcome.scores["n_found"] >= 2

@@ -14,12 +14,10 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
-from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import DEC
 from clusterbench.methods.dec import kl_divergence, log_soft_assignment, soft_assignment, target_distribution
-from clusterbench.runner import run_job
-from tests.helpers import compose_config, require_cached
+from tests.helpers import compose_config
 
 # CLAM Table 7: the update_interval values swept for DCEC/DEC/DEC^r.
 TABLE7_UPDATE_INTERVALS = [1, 2, 3, 4, 5, 10, 20, 30, 40, 50, 75, 100, 125, 140, 150, 200]
@@ -178,11 +176,3 @@ def test_the_dec_configs_and_the_table1_experiment_compose(tmp_path):
         "beta": 0.0005, "steps": 5, "lr": 0.01, "batch_size": 256, "mask_prob": 0.1, "mask_value": "max"
     }  # fmt: skip
     assert cfg.dataset_overrides.fashion_mnist.split == "train"
-
-
-def test_the_runner_fits_dec_on_zoo_under_the_smoke_profile(tmp_path, monkeypatch):
-    monkeypatch.setenv(DATA_ENV, str(require_cached("zoo")))
-    (outcome,) = run_job(compose_config(tmp_path, "method=dec", "dataset=zoo", "profile=smoke"))
-    assert outcome.status == "ok", outcome.error
-    assert math.isfinite(outcome.scores["sc"]) and -1 <= outcome.scores["sc"] <= 1
-    assert outcome.scores["n_found"] >= 2

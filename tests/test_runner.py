@@ -277,3 +277,17 @@ def test_what_a_fit_prints_is_summarised_not_streamed(tmp_path, capsys):
     assert capsys.readouterr().out == ""
     assert outcome.warnings == ["printed 3x: SVD did not converge, randomizing and trying again"]
     assert "[warning: printed 3x: SVD did not converge" in summary_line("iris", "chatty", 0, outcome)
+
+
+# Every method config that asks for k clusters (dbscan finds its own number).
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize(
+    "method",
+    ["kmeans", "spectral", "agglomerative", "clam", "clam_eq8", "clam_weighted", "dec", "dec_random"],
+)
+def test_every_method_config_fits_zoo_under_the_smoke_profile(tmp_path, method):
+    require_cached("zoo")
+    (outcome,) = run_job(compose_config(tmp_path, f"method={method}", "dataset=zoo", "profile=smoke"))
+    assert outcome.status == "ok", outcome.error
+    assert math.isfinite(outcome.scores["sc"]) and -1 <= outcome.scores["sc"] <= 1
+    assert outcome.scores["n_found"] >= 2

@@ -126,42 +126,31 @@ def test_a_sigkilled_sweep_leaves_no_partial_record_and_resumes(tmp_path):
     assert set(done) <= set(files)
 
 
-def test_joblib_launcher_runs_jobs_in_parallel_processes(tmp_path):
+def two_seed_sweep(tmp_path, *launcher: str) -> str:
+    """k-means on iris for seeds 0 and 1 under ``launcher``; asserts both records, returns the output."""
     result = run_cli(
-        "run",
-        "-m",
-        "hydra/launcher=joblib",
-        "hydra.launcher.n_jobs=2",
-        "dataset=iris",
-        "method=kmeans",
-        "seed=0,1",
-        "profile=smoke",
+        "run", "-m", *launcher, "dataset=iris", "method=kmeans", "seed=0,1", "profile=smoke",
         f"results_dir={tmp_path}",
-    )
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr
     frame = assert_one_ok_record_per_file(tmp_path)
     assert len(record_files(tmp_path)) == 2
     assert sorted(frame["seed"].unique()) == [0, 1]
+    return result.stdout + result.stderr
+
+
+def test_joblib_launcher_runs_jobs_in_parallel_processes(tmp_path):
+    output = two_seed_sweep(tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert "Joblib.Parallel(n_jobs=2" in output
 
 
 def test_submitit_local_launcher_writes_both_records(tmp_path):
-    result = run_cli(
-        "run",
-        "-m",
+    output = two_seed_sweep(
+        tmp_path,
         "hydra/launcher=submitit_local",
         "hydra.launcher.timeout_min=5",
         "hydra.launcher.cpus_per_task=1",
-        "dataset=iris",
-        "method=kmeans",
-        "seed=0,1",
-        "profile=smoke",
-        f"results_dir={tmp_path}",
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Submitit 'local' sweep output dir" in result.stdout + result.stderr
-    frame = assert_one_ok_record_per_file(tmp_path)
-    assert len(record_files(tmp_path)) == 2
-    assert sorted(frame["seed"].unique()) == [0, 1]
+    assert "Submitit 'local' sweep output dir" in output
     # the jobs really ran under submitit: each left its own log folder
     assert len(list((tmp_path / "hydra" / "multirun").rglob("*_0_log.out"))) == 2
