@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from sklearn.cluster import kmeans_plusplus
 from sklearn.datasets import make_blobs
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, silhouette_score
 from sklearn.preprocessing import StandardScaler
 
 from clusterbench.errors import HyperparameterError
@@ -135,6 +136,46 @@ def test_batched_restarts_equal_the_same_restarts_run_one_at_a_time(blobs):
     assert batched.loss_ == min(batched.restart_losses_)
 
 
+def test_silhouette_selection_keeps_the_restart_whose_labels_score_best(blobs):
+    X, _ = blobs
+    settings = {**QUICK, "epochs": 5, "restarts": 4, "beta": 0.2}
+    model = CLAM(**settings, restart_selection="silhouette", random_state=2).fit(X)
+    singles = [CLAM(**{**settings, "restarts": 1}, random_state=seed).fit(X) for seed in model.restart_seeds_]
+    scores = [
+        silhouette_score(X, single.labels_) if len(set(single.labels_)) > 1 else -1.0 for single in singles
+    ]
+    np.testing.assert_allclose(model.restart_scores_, scores, atol=1e-6)
+    assert len(set(np.round(scores, 6))) > 1  # the restarts differ, so the choice is a real one
+    np.testing.assert_array_equal(model.labels_, singles[int(np.argmax(scores))].labels_)
+    assert model.kept_restart_ == int(np.argmax(scores))
+    assert CLAM(**settings, random_state=2).fit(X).restart_scores_ is None  # 'loss' scores nothing
+
+
+def test_code_masks_hide_a_fixed_count_never_coordinate_0_and_every_third_epoch_share_a_batch():
+    model = CLAM(batch_size=4, mask_prob=0.3, mask_sampling="code")
+    generator = torch.Generator().manual_seed(0)
+    own = model._draw_mask(1, 10, 10, generator)  # floor(0.3 * 10) = 3 draws with replacement
+    assert own.shape == (10, 10) and not own[:, 0].any()
+    assert ((own.sum(1) >= 1) & (own.sum(1) <= 3)).all() and own.sum() > 10
+    shared = model._draw_mask(3, 10, 10, generator)
+    for start in range(0, 10, 4):
+        assert (shared[start : start + 4] == shared[start]).all()
+    assert not (shared[0] == shared[4]).all() or not (shared[4] == shared[8]).all()
+    bernoulli = CLAM(mask_prob=0.3)._draw_mask(1, 2000, 10, generator)
+    assert bernoulli[:, 0].any() and bernoulli.float().mean().item() == pytest.approx(0.3, abs=0.01)
+
+
+def test_data_seeded_inits_start_from_data_points_or_kmeans_plus_plus(blobs):
+    X, _ = blobs
+    settings = {**QUICK, "epochs": 1, "restarts": 1, "prototype_snapshots": [0]}
+    random = CLAM(**settings, init="random", random_state=1).fit(X).prototype_snapshots_[0]
+    distances = ((random[:, None, :] - X[None]) ** 2).sum(-1)
+    assert distances.min(1).max() < 1e-10 and len(set(distances.argmin(1))) == 3  # 3 distinct points
+    plusplus = CLAM(**settings, init="k-means++", random_state=1).fit(X).prototype_snapshots_[0]
+    expected, _ = kmeans_plusplus(X, 3, random_state=1)
+    np.testing.assert_allclose(plusplus, expected, atol=1e-6)
+
+
 def test_same_seed_gives_identical_labels_and_another_seed_other_prototypes(blobs):
     X, _ = blobs
     first = CLAM(**QUICK, random_state=3).fit(X)
@@ -166,6 +207,9 @@ def test_same_seed_gives_identical_labels_and_another_seed_other_prototypes(blob
         ("random_state", -1),
         ("device", "gpu"),
         ("mask", "yes"),
+        ("mask_sampling", "uniform"),
+        ("init", "kmeans"),
+        ("restart_selection", "sc"),
     ],
 )
 def test_an_invalid_hyperparameter_raises_naming_it_and_its_range(name, value, blobs):

@@ -15,10 +15,13 @@ Where the authors' code (bsaha205/clam, TensorFlow) and the paper differ, and wh
   configuration at large β); here ``torch.softmax`` on the logits (log-sum-exp) stays finite.
 - Step size: the code fixes α = dt/τ = 0.1 with T = 10; the paper ties T = 1/α (Table 5). Default
   ``alpha = 1/steps``; set ``alpha`` to decouple them.
-- Mask: the code masks a fixed count of coordinates drawn with replacement (never the first one),
-  one mask per batch kept for 3 epochs. Here each coordinate of each example is masked
-  independently with probability ``mask_prob``, redrawn every epoch (Algorithm 1, line 7).
-- Restarts: the code runs one; the paper runs 10 and keeps the least training loss (Table 5, §B.1).
+- Mask: the code masks ⌊p·d⌋ coordinates drawn with replacement (never the first one) per point,
+  and in every third epoch one such draw for a whole mini-batch. Default (``mask_sampling=
+  'bernoulli'``): each coordinate of each point independently with probability p, redrawn every
+  epoch (Algorithm 1, line 7); ``mask_sampling='code'`` gives the code's.
+- Restarts: the code runs one per configuration and ranks all runs by silhouette; the paper runs
+  10 and keeps the least training loss (Table 5, §B.1). ``restart_selection='loss'`` (default) or
+  ``'silhouette'``: the latter reproduces how the paper's Table 1 numbers were chosen.
 - Learning-rate floor: the code stops when lr < 1e-6; the paper's minimum lr is 1e-5 (Table 5).
   Default ``min_lr=1e-5``.
 - Weighted clustering (eq. 10–11) is commented out in the code and spherical clustering (eq. 12)
@@ -34,12 +37,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import kmeans_plusplus
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from clusterbench.metrics import silhouette
 from clusterbench.validation import DEVICES, check_hyperparameters, is_int, is_real, resolve_device
 
 MASK_VALUES = ("mean", "min", "max")
-# Prototypes start at N(0.1, 0.1²) in every coordinate (authors' code; no data-based seeding).
+MASK_SAMPLINGS = ("bernoulli", "code")
+INITS = ("gaussian", "random", "k-means++")
+RESTART_SELECTIONS = ("loss", "silhouette")
+# restart_selection='silhouette' scores each restart's labels on at most this many points.
+SELECTION_MAX_SAMPLES = 20000
+# init="gaussian": prototypes start at N(0.1, 0.1²) in every coordinate (the authors' code).
 INIT_MEAN, INIT_STD = 0.1, 0.1
 # Plateau schedule (CLAM Table 5, authors' code): from epoch PLATEAU_WINDOW on, the mean of the
 # last PLATEAU_WINDOW epoch losses must improve on its best by LR_THRESHOLD (absolute) within
@@ -50,8 +60,10 @@ LR_PATIENCE = 5
 LR_THRESHOLD = 1e-3
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
-# Inference evolves points in chunks of at most this many (point, prototype, feature) entries.
+# Inference evolves points in chunks holding at most this many state and logit entries.
 INFERENCE_CHUNK_ELEMENTS = 1 << 24
+# mask_sampling='code': every this many epochs, one mask is shared by each mini-batch.
+CODE_SHARED_MASK_PERIOD = 3
 
 
 def am_recursion(
@@ -74,26 +86,34 @@ def am_recursion(
     Shapes: ``x`` (R, B, d) for R restarts of B points, ``prototypes`` (R, k, d), ``log_weights``
     (R, k) or None (all ε_μ = 1), ``free`` (R, B, d) bool or None: the coordinates that may move
     (Algorithm 1, line 11: only masked coordinates evolve; the others stay at their values).
-    The softmax is taken on the logits by ``torch.softmax``, which subtracts their maximum, so a
-    large β cannot overflow or divide 0 by 0. Spherical with ``free``: the free coordinates take
-    their values from the projected point, the clamped ones keep theirs.
+
+    Computed with matrix products, never an (R, B, k, d) tensor: ‖ρ_μ − x‖² = ‖ρ_μ‖² − 2⟨ρ_μ, x⟩ +
+    ‖x‖², and ‖x‖² is the same for every μ, so it cancels in the softmax; since the weights sum
+    to 1, Σ_μ (ρ_μ − x) w_μ = Σ_μ w_μ ρ_μ − x. The softmax is taken on the logits by
+    ``torch.softmax``, which subtracts their maximum, so a large β cannot overflow or divide 0 by 0.
+    Spherical with ``free``: the free coordinates take their values from the projected point, the
+    clamped ones keep theirs.
     """
     if spherical:
         prototypes = F.normalize(prototypes, dim=-1)
+        offsets = torch.zeros(prototypes.shape[:2], device=x.device, dtype=x.dtype).unsqueeze(1)
+        scale = beta
+    else:
+        offsets = -beta * prototypes.square().sum(-1).unsqueeze(1)  # (R, 1, k): −β‖ρ_μ‖²
+        scale = 2 * beta
+    if log_weights is not None:
+        offsets = offsets + log_weights.unsqueeze(1)
+    transposed = prototypes.transpose(1, 2)
+    # Per-coordinate step: α where a coordinate is free, 0 where it is clamped.
+    step = alpha if free is None else alpha * free.to(x.dtype)
     for _ in range(steps):
+        logits = torch.baddbmm(offsets, x, transposed, alpha=scale)
+        pull = torch.bmm(torch.softmax(logits, dim=-1), prototypes)  # Σ_μ w_μ ρ_μ
         if spherical:
-            logits = beta * (prototypes.unsqueeze(1) * x.unsqueeze(2)).sum(-1)
-            pulls = prototypes.unsqueeze(1)
+            moved = F.normalize(x + alpha * pull, dim=-1)
+            x = moved if free is None else torch.where(free, moved, x)
         else:
-            pulls = prototypes.unsqueeze(1) - x.unsqueeze(2)  # (R, B, k, d): ρ_μ − x
-            logits = -beta * pulls.square().sum(-1)
-        if log_weights is not None:
-            logits = logits + log_weights.unsqueeze(1)
-        attraction = torch.softmax(logits, dim=-1).unsqueeze(-1)
-        moved = x + alpha * (attraction * pulls).sum(2)
-        if spherical:
-            moved = F.normalize(moved, dim=-1)
-        x = moved if free is None else torch.where(free, moved, x)
+            x = torch.lerp(x, pull, step)  # x + α(Σ_μ w_μ ρ_μ − x) on the free coordinates
     return x
 
 
@@ -207,6 +227,12 @@ class CLAM(ClusterMixin, BaseEstimator):
     mask_prob : probability in (0, 1) that a coordinate is masked.
     mask_value : what a masked coordinate is set to: the feature's 'mean', 'min' or 'max' over
         the training data.
+    mask_sampling : 'bernoulli' (Algorithm 1) or 'code' (the authors' code; module docstring).
+    init : starting prototypes: 'gaussian' (N(0.1, 0.1²), the code's), 'random' (k distinct data
+        points) or 'k-means++'.
+    restart_selection : which restart is kept: 'loss' (least training loss, the paper's text) or
+        'silhouette' (best SC of its labels on the training data, on at most 20000 points: the
+        code's ranking of runs).
     weighted : learn per-prototype weights ε_μ (eq. 10–11, log ε_μ added to the softmax logits).
     spherical : cosine-similarity clustering (eq. 12): points are scaled to unit norm, the
         prototypes enter normalized, and states are projected back onto the sphere each step.
@@ -223,6 +249,8 @@ class CLAM(ClusterMixin, BaseEstimator):
         when spherical).
     cluster_weights_ : (k,) ε_μ of the kept restart (all 1 unless ``weighted``).
     loss_ : the kept restart's least epoch training loss; ``restart_losses_``: each restart's.
+    restart_scores_ : each restart's silhouette (−1 if it found one cluster) when
+        ``restart_selection='silhouette'``, else None; ``kept_restart_``: the kept restart's index.
     restart_seeds_ : the seed of each restart.
     history_ : the kept restart's training loss per epoch.
     best_epoch_ : the epoch whose prototypes were kept; ``n_iter_``: epochs the kept restart ran.
@@ -245,6 +273,9 @@ class CLAM(ClusterMixin, BaseEstimator):
         mask=True,
         mask_prob=0.15,
         mask_value="mean",
+        mask_sampling="bernoulli",
+        init="gaussian",
+        restart_selection="loss",
         weighted=False,
         spherical=False,
         prototype_snapshots=None,
@@ -264,6 +295,9 @@ class CLAM(ClusterMixin, BaseEstimator):
         self.mask = mask
         self.mask_prob = mask_prob
         self.mask_value = mask_value
+        self.mask_sampling = mask_sampling
+        self.init = init
+        self.restart_selection = restart_selection
         self.weighted = weighted
         self.spherical = spherical
         self.prototype_snapshots = prototype_snapshots
@@ -278,10 +312,27 @@ class CLAM(ClusterMixin, BaseEstimator):
         self.restart_seeds_ = restart_seeds(self.random_state, self.restarts)
         data = self._points(X)
         trained = self._train(data, self.restart_seeds_)
-        kept = int(np.argmin(trained.losses))
-        if not np.isfinite(trained.losses[kept]):
+        if not np.isfinite(trained.losses).any():
             raise FloatingPointError("CLAM's training loss was not finite in any epoch of any restart")
+        labels = self._assign(data, trained.prototypes, trained.log_weights if self.weighted else None)
+        labels = labels.cpu().numpy()
+        if self.restart_selection == "loss":
+            self.restart_scores_ = None
+            kept = int(np.argmin(trained.losses))
+        else:
+            points = data.cpu().numpy()
+            self.restart_scores_ = np.array(
+                [
+                    silhouette(points, found, max_samples=SELECTION_MAX_SAMPLES)
+                    if len(np.unique(found)) > 1
+                    else -1.0
+                    for found in labels
+                ]
+            )
+            self.restart_scores_[~np.isfinite(trained.losses)] = -np.inf
+            kept = int(np.argmax(self.restart_scores_))
         self.restart_losses_ = trained.losses
+        self.kept_restart_ = kept
         self.loss_ = float(trained.losses[kept])
         self.history_ = np.array(trained.histories[kept])
         self.n_iter_ = len(trained.histories[kept])
@@ -293,7 +344,7 @@ class CLAM(ClusterMixin, BaseEstimator):
             for epoch, (stacked, ran) in trained.snapshots.items()
             if ran[kept]
         }
-        self.labels_ = self._assign(data)
+        self.labels_ = labels[kept]
         return self
 
     def predict(self, X):
@@ -302,7 +353,14 @@ class CLAM(ClusterMixin, BaseEstimator):
         X = check_array(X, dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but CLAM was fitted with {self.n_features_in_}")
-        return self._assign(self._points(X))
+        centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
+        log_weights = None
+        if self.weighted:
+            log_weights = torch.as_tensor(
+                np.log(self.cluster_weights_), dtype=torch.float32, device=self.device_
+            )
+            log_weights = log_weights.unsqueeze(0)
+        return self._assign(self._points(X), centers.unsqueeze(0), log_weights)[0].cpu().numpy()
 
     def _check_hyperparameters(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values.
@@ -323,6 +381,13 @@ class CLAM(ClusterMixin, BaseEstimator):
             ("mask", lambda v: isinstance(v, bool), "true or false"),
             ("mask_prob", lambda v: is_real(v) and 0 < v < 1, "in (0, 1)"),
             ("mask_value", lambda v: v in MASK_VALUES, f"one of {', '.join(MASK_VALUES)}"),
+            ("mask_sampling", lambda v: v in MASK_SAMPLINGS, f"one of {', '.join(MASK_SAMPLINGS)}"),
+            ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
+            (
+                "restart_selection",
+                lambda v: v in RESTART_SELECTIONS,
+                f"one of {', '.join(RESTART_SELECTIONS)}",
+            ),
             ("weighted", lambda v: isinstance(v, bool), "true or false"),
             ("spherical", lambda v: isinstance(v, bool), "true or false"),
             (
@@ -370,8 +435,9 @@ class CLAM(ClusterMixin, BaseEstimator):
         n, d = data.shape
         restarts, k, device = len(seeds), self.n_clusters, data.device
         generators = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
-        initial = torch.stack([torch.randn(k, d, generator=g, device=device) for g in generators])
-        prototypes = (initial * INIT_STD + INIT_MEAN).requires_grad_()
+        prototypes = torch.stack(
+            [self._initial_prototypes(data, seed, g) for seed, g in zip(seeds, generators, strict=True)]
+        ).requires_grad_()
         log_weights = torch.zeros(restarts, k, device=device, requires_grad=self.weighted)
         parameters = [prototypes, log_weights] if self.weighted else [prototypes]
         recursion_log_weights = log_weights if self.weighted else None
@@ -391,9 +457,7 @@ class CLAM(ClusterMixin, BaseEstimator):
         for epoch in range(1, self.epochs + 1):
             orders = torch.stack([torch.randperm(n, generator=g, device=device) for g in generators])
             if self.mask:
-                masks = torch.stack(
-                    [torch.rand(n, d, generator=g, device=device) < self.mask_prob for g in generators]
-                )
+                masks = torch.stack([self._draw_mask(epoch, n, d, g) for g in generators])
             errors = torch.zeros(restarts, device=device)
             counts = torch.zeros(restarts, device=device)
             for start in range(0, n, self.batch_size):
@@ -441,25 +505,56 @@ class CLAM(ClusterMixin, BaseEstimator):
             best_losses, best_prototypes, best_log_weights, best_epochs, histories, snapshots
         )
 
-    @torch.no_grad()
-    def _assign(self, points: torch.Tensor) -> np.ndarray:
-        """InferCLAM (Algorithm 1): T steps from each clean point, then the nearest prototype."""
-        centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=points.device)
-        log_weights = None
-        if self.weighted:
-            log_weights = torch.as_tensor(
-                np.log(self.cluster_weights_), dtype=torch.float32, device=points.device
+    def _initial_prototypes(self, data: torch.Tensor, seed: int, generator: torch.Generator) -> torch.Tensor:
+        """One restart's (k, d) starting prototypes.
+
+        'gaussian': every coordinate N(0.1, 0.1²), no data-based seeding (the authors' code and the
+        paper's "works well without any special seeding", §1). 'random': k distinct data points.
+        'k-means++': the k-means++ seeding (Arthur & Vassilvitskii 2007) of scikit-learn.
+        """
+        n, d = data.shape
+        if self.init == "gaussian":
+            return (
+                torch.randn(self.n_clusters, d, generator=generator, device=data.device) * INIT_STD
+                + INIT_MEAN
             )
-            log_weights = log_weights.unsqueeze(0)
-        chunk = max(1, INFERENCE_CHUNK_ELEMENTS // centers.numel())
+        if self.init == "random":
+            chosen = torch.randperm(n, generator=generator, device=data.device)[: self.n_clusters]
+            return data[chosen].clone()
+        centers, _ = kmeans_plusplus(data.cpu().numpy(), self.n_clusters, random_state=seed % 2**32)
+        return torch.as_tensor(centers, device=data.device)
+
+    def _draw_mask(self, epoch: int, n: int, d: int, generator: torch.Generator) -> torch.Tensor:
+        """The (n, d) bool mask of one epoch, row i for the i-th point of the epoch's order.
+
+        'bernoulli' (Algorithm 1, line 7): each coordinate of each point independently with
+        probability ``mask_prob``. 'code' (the authors' code): ⌊mask_prob·d⌋ coordinates drawn with
+        replacement from 1..d−1 (the code never masks coordinate 0), one draw per point, except in
+        every third epoch, where each mini-batch shares one draw.
+        """
+        device = generator.device
+        if self.mask_sampling == "bernoulli":
+            return torch.rand(n, d, generator=generator, device=device) < self.mask_prob
+        draws = max(1, int(self.mask_prob * d))
+        shared = epoch % CODE_SHARED_MASK_PERIOD == 0
+        rows = -(-n // self.batch_size) if shared else n
+        picked = torch.randint(1, max(d, 2), (rows, draws), generator=generator, device=device)
+        mask = torch.zeros(rows, d, dtype=torch.bool, device=device).scatter_(1, picked % d, True)
+        return mask.repeat_interleave(self.batch_size, dim=0)[:n] if shared else mask
+
+    @torch.no_grad()
+    def _assign(
+        self, points: torch.Tensor, prototypes: torch.Tensor, log_weights: torch.Tensor | None
+    ) -> torch.Tensor:
+        """InferCLAM (Algorithm 1) for R prototype sets at once: T steps from each clean point, then
+        the nearest prototype. ``prototypes`` (R, k, d), ``log_weights`` (R, k) or None; returns
+        (R, n) labels."""
+        centers = F.normalize(prototypes, dim=-1) if self.spherical else prototypes
+        restarts, k, d = centers.shape
+        chunk = max(1, INFERENCE_CHUNK_ELEMENTS // (restarts * (k + d)))
         labels = []
         for start in range(0, len(points), chunk):
-            evolved = am_recursion(
-                points[start : start + chunk].unsqueeze(0),
-                centers.unsqueeze(0),
-                log_weights=log_weights,
-                **self._recursion_options(),
-            )[0]
-            distances = (centers.unsqueeze(0) - evolved.unsqueeze(1)).square().sum(-1)
-            labels.append(distances.argmin(1))
-        return torch.cat(labels).cpu().numpy()
+            batch = points[start : start + chunk].expand(restarts, -1, -1)
+            evolved = am_recursion(batch, centers, log_weights=log_weights, **self._recursion_options())
+            labels.append(torch.cdist(evolved, centers).argmin(-1))
+        return torch.cat(labels, dim=1)
