@@ -1,0 +1,99 @@
+"""Draw the figures of CLAM (Saha et al., ICML 2023) as PNG and PDF: Fig. 1, 4, 6, 11, 12, 13.
+
+    python scripts/clam_figures.py                      # all, full scale, into results/figures
+    python scripts/clam_figures.py 4 11 12 --quick      # some, at the quick scale
+    make figures [QUICK=1]
+
+The scales are ``clusterbench.figures.FULL`` and ``QUICK`` (under a minute: coarser basin grids,
+Fig. 6 on a 2000-image subsample for 10 epochs, short toy fits); each figure's title says the
+scale it was drawn at. The computation and drawing live in ``clusterbench.figures``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from clusterbench import figures
+
+FIGURES = ("1", "4", "6", "11", "12", "13")
+
+
+def basins(number: str, scale: figures.Scale):
+    prototypes, betas, what = {
+        "4": (figures.THREE_PROTOTYPES, figures.FIG4_BETAS, "three prototypes"),
+        "11": (figures.THREE_PROTOTYPES, figures.SWEEP_BETAS, "three prototypes"),
+        "12": (figures.FIVE_PROTOTYPES, figures.SWEEP_BETAS, "five prototypes"),
+    }[number]
+    data = figures.basins_of_attraction(prototypes, betas, resolution=scale.basin_resolution)
+    size = scale.basin_resolution
+    title = (
+        f"Fig. {number}: AM basins of attraction (colours, T = {data.steps}) vs Voronoi partition "
+        f"(dashed)\n{what}, {size}x{size} grid of starting points"
+    )
+    return figures.draw_basins(data, title)
+
+
+def evolution(scale: figures.Scale):
+    data = figures.fashion_mnist_train(scale.fmnist_points)
+    epochs = scale.evolution_epochs
+    result = figures.prototype_evolution(data.X, data.n_clusters, epochs=epochs)
+    print(f"  CLAM fit on {result.n_points} points: {result.fit_seconds:.0f} s")
+    settings = figures.FMNIST_CLAM
+    title = (
+        f"Fig. 6: CLAM prototypes on Fashion-MNIST, one row per epoch: {result.n_points} standardized "
+        f"train images, {max(epochs)} epochs, {result.restarts} restart\nTable 6: β {settings['beta']:g}, "
+        f"T {settings['steps']}, lr {settings['lr']:g}, batch {settings['batch_size']}, "
+        f"mask p {settings['mask_prob']:g} ({settings['mask_value']})"
+    )
+    return figures.draw_prototype_evolution(result, title)
+
+
+def toy(number: str, scale: figures.Scale):
+    name = {"1": "clam_outliers", "13": "clam_elongated"}[number]
+    data = figures.toy_data(name)
+    result = figures.toy_comparison(data, scale)
+    for point in result.clam_grid:
+        beta, lr, loss, score = point["beta"], point["lr"], point["loss"], point["nmi"]
+        print(f"  CLAM beta {beta:g} lr {lr:g}: loss {loss:.5f} NMI {score:.3f}")
+    clusters = f"{len(data.y)} points in {data.n_clusters} clusters"
+    title = f"Fig. {number}: {data.name}, {clusters} ({scale.name} scale)"
+    return figures.draw_toy_comparison(result, title)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "figures", nargs="*", help=f"figure numbers among {', '.join(FIGURES)} (default: all)"
+    )
+    parser.add_argument("--quick", action="store_true", help="small scale: minutes, for checking")
+    parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: the batches are small, more threads mostly contend)",
+    )
+    args = parser.parse_args()
+    unknown = sorted(set(args.figures) - set(FIGURES))
+    if unknown:
+        parser.error(f"unknown figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
+    torch.set_num_threads(args.threads)
+    scale = figures.QUICK if args.quick else figures.FULL
+    for number in args.figures or FIGURES:
+        start = time.perf_counter()
+        if number in ("4", "11", "12"):
+            figure = basins(number, scale)
+        elif number == "6":
+            figure = evolution(scale)
+        else:
+            figure = toy(number, scale)
+        paths = figures.save_figure(figure, args.out, f"clam_fig{number}")
+        print(f"Fig. {number}: {time.perf_counter() - start:.0f} s -> {', '.join(map(str, paths))}")
+
+
+if __name__ == "__main__":
+    main()
