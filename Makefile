@@ -2,12 +2,12 @@
 PYTHON ?= python3
 PROFILE ?= smoke
 # The experiments whose records feed the tables of the methods implemented so far.
-EXPERIMENTS ?= clam_baselines
+EXPERIMENTS ?= clam_baselines clam_table10
 RESULTS ?= results
 # Tests and CI read the datasets from ../shared/datasets when it exists and nothing else is set.
 export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))
 
-.PHONY: install test lint tables
+.PHONY: install test lint tables figures
 
 install:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -28,3 +28,8 @@ tables:
 			|| echo "make tables: some points of $$experiment failed; see the records' error column"; \
 	done
 	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS)
+
+# CLAM's figures (Fig. 1, 4, 6, 11, 12, 13) as PNG and PDF in $(RESULTS)/figures, all of them or
+# those in FIGURES (e.g. FIGURES="4 11"); QUICK=1 draws them at the quick scale (under a minute).
+figures:
+	$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures

@@ -41,7 +41,7 @@ commands:
 # resolve a relative config_path as a package.
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def hydra_job(cfg: DictConfig) -> None:
-    from clusterbench.runner import run_job, summary_line
+    from clusterbench.runner import method_label, run_job, summary_line
 
     choice = HydraConfig.get().runtime.choices.get("experiment")
     experiment = choice if choice not in (None, "null") else "adhoc"
@@ -49,7 +49,7 @@ def hydra_job(cfg: DictConfig) -> None:
         cfg.results_dir = to_absolute_path(cfg.results_dir)
 
     def report(outcome) -> None:
-        tqdm.write(summary_line(cfg.dataset.name, cfg.method.name, cfg.seed, outcome))
+        tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome))
 
     try:
         run_job(cfg, experiment, report=report)

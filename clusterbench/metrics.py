@@ -2,6 +2,8 @@
 
 The runner binds arguments by name (``X``, ``y``, ``labels``, ``random_state``) plus the options of
 the metric suite (``conf/metrics/*.yaml``), so a new metric is one function and one YAML entry.
+One option applies to every metric: ``ignore_label: L`` scores only the points whose true label
+is not ``L`` (CLAM Table 10 scores the inliers of a data set with outliers labelled 2).
 """
 
 from __future__ import annotations
@@ -76,8 +78,26 @@ def agreement(labels_a: np.ndarray, labels_b: np.ndarray, average_method: str = 
     }
 
 
+# The arrays with one entry per point: what ``ignore_label`` filters.
+POINTWISE = ("X", "y", "labels")
+
+
+def without_label(available: Mapping, label: int) -> dict:
+    """``available`` restricted to the points whose true label ``y`` is not ``label``."""
+    keep = np.asarray(available["y"]) != label
+    return {name: value[keep] if name in POINTWISE else value for name, value in available.items()}
+
+
 def call_metric(function: Callable, available: Mapping, options: Mapping) -> float:
-    """Call ``function`` with the arrays it names from ``available`` plus the suite's ``options``."""
+    """Call ``function`` with the arrays it names from ``available`` plus the suite's ``options``.
+
+    The option ``ignore_label`` is applied here, for any metric: the points of that true label are
+    dropped from every array first (the fit itself saw them).
+    """
+    options = dict(options)
+    ignore_label = options.pop("ignore_label", None)
+    if ignore_label is not None:
+        available = without_label(available, ignore_label)
     wanted = inspect.signature(function).parameters
     arguments = {name: value for name, value in available.items() if name in wanted}
     return function(**arguments, **options)

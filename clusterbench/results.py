@@ -3,6 +3,11 @@
 A record's file name is the hash of everything that determines its numbers, so a rerun finds what
 is done and skips it. Files are written to a temporary name and renamed: a killed sweep never
 leaves half a record.
+
+Beside a successful record ``<hash>.csv`` lies its run's predicted labels, ``<hash>.labels.npy``
+(one integer per point of the prepared dataset, in its order), for tables that compare two runs'
+partitions (CLAM Table 8). The labels are written before the record, so a record that exists
+has its labels unless it predates them or its run did not succeed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 COLUMNS = [
@@ -51,8 +57,21 @@ def record_path(
     return Path(results_dir) / "runs" / profile / experiment / dataset / method / f"{key}.csv"
 
 
-def write_record(path: Path, rows: Iterable[Mapping]) -> None:
-    """Write one record's rows atomically (see :func:`atomic_write_text`)."""
+def labels_path(record: Path) -> Path:
+    """Where the predicted labels of a record's run lie: ``<hash>.labels.npy`` beside ``<hash>.csv``."""
+    return record.with_name(f"{record.stem}.labels.npy")
+
+
+def write_record(path: Path, rows: Iterable[Mapping], labels: np.ndarray | None = None) -> None:
+    """Write one record's rows, and its run's ``labels`` first, each atomically (:func:`atomic_write_bytes`).
+
+    Without ``labels`` (a failed, skipped or timed-out run) a labels file left by an earlier run
+    of the same point is removed, so a labels file always belongs to the record beside it.
+    """
+    if labels is None:
+        labels_path(path).unlink(missing_ok=True)
+    else:
+        write_labels(labels_path(path), labels)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
     writer.writeheader()
@@ -60,13 +79,35 @@ def write_record(path: Path, rows: Iterable[Mapping]) -> None:
     atomic_write_text(path, buffer.getvalue())
 
 
+def write_labels(path: Path, labels: np.ndarray) -> None:
+    """Save integer labels as ``.npy`` in the smallest integer type that holds them.
+
+    Records are committed to the repository: 60k labels take 60 kB as int8 instead of 480 kB.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    dtype = np.promote_types(np.min_scalar_type(labels.min()), np.min_scalar_type(labels.max()))
+    buffer = io.BytesIO()
+    np.save(buffer, labels.astype(dtype), allow_pickle=False)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def read_labels(record: Path) -> np.ndarray | None:
+    """The predicted labels of the run recorded at ``record``, or None where no labels file exists."""
+    path = labels_path(record)
+    return np.load(path, allow_pickle=False) if path.exists() else None
+
+
 def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """A temporary file in the same folder, fsync, then ``os.replace``: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -13,29 +13,45 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
   ``by`` is kept and its ``metric`` reported as mean ± std over seeds.
 * ``mean_std``: mean ± std of ``metric`` over all runs.
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``.
+* ``agreement``: the partitions of two runs compared (CLAM Table 8): the cell's run and the
+  ``protocol.reference`` column's run on the same dataset, each chosen as ``best`` chooses it;
+  ``metric`` (``nmi`` or ``ari``, ``average_method`` for NMI) is computed between their predicted
+  labels, read from the ``<hash>.labels.npy`` files beside the records. A run whose labels file
+  is missing (a record that predates them) gives the cell status ``labels missing``.
+
+A cell's ``metric`` may also be ``fit_seconds``, the run's training time from its record
+(CLAM Table 3 reports it for the run that gives the table's SC).
 
 ``protocol.require_all_clusters: true`` first drops runs whose labeling has fewer distinct
 clusters than the ``n_clusters`` asked for (metric ``n_found``): spectral clustering on a
 near-disconnected affinity can merge all but a few points, and such a labeling's SC is no
 comparison with a k-cluster one.
+
+A column (and an agreement ``reference``) may carry its own ``protocol`` keys, merged over the
+table's: a paper that scored one method's runs under another rule is reproduced column by column.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from clusterbench.catalog import load_option
 from clusterbench.errors import UserError
-from clusterbench.results import atomic_write_text, load_records
+from clusterbench.metrics import agreement
+from clusterbench.results import atomic_write_text, load_records, read_labels, record_path
 
-PROTOCOLS = ("best", "best_mean", "mean_std", "mean_best")
+# Protocols that choose among one cell's runs, and all protocols (agreement chooses two runs).
+SELECTIONS = ("best", "best_mean", "mean_std", "mean_best")
+PROTOCOLS = (*SELECTIONS, "agreement")
+AGREEMENT_METRICS = ("nmi", "ari")
 
 
 @dataclass
@@ -46,8 +62,10 @@ class TableOutputs:
 
 
 def _runs(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per run (config hash) with a column per metric, plus its status and params."""
-    keys = ["config_hash", "dataset", "method", "variant", "seed", "params", "status", "error"]
+    """One row per run (config hash) with a column per metric, plus its status, params, fit time
+    and where its record lies (experiment, profile)."""
+    keys = ["config_hash", "experiment", "profile", "dataset", "method", "variant", "seed", "params"]
+    keys += ["status", "error", "fit_seconds"]
     runs = records[keys].drop_duplicates("config_hash").set_index("config_hash")
     ok = records[records["status"] == "ok"]
     if not ok.empty:
@@ -70,24 +88,33 @@ def _grid_point(params: str, cell_params: pd.Series) -> str:
     return " ".join(f"{k}={chosen[k]}" for k in sorted(varying))
 
 
+def _candidates(runs: pd.DataFrame, protocol, columns: list[str]) -> pd.DataFrame:
+    """The runs the protocol may choose from: all ``columns`` defined (and all clusters found, if asked)."""
+    if any(column not in runs for column in columns):
+        return runs.iloc[:0]
+    if protocol.get("require_all_clusters", False):
+        if "n_found" not in runs:
+            raise UserError("protocol.require_all_clusters needs the n_found metric in the records")
+        runs = runs[runs["n_found"] == runs["params"].map(lambda p: json.loads(p).get("n_clusters"))]
+    return runs.dropna(subset=columns)
+
+
+def _best_first(runs: pd.DataFrame, protocol, by: str) -> pd.DataFrame:
+    return runs.sort_values(by, ascending=protocol.get("mode", "max") == "min", kind="stable")
+
+
 def select(runs: pd.DataFrame, protocol, metric: str) -> dict:
     """Apply ``protocol`` to one cell's successful runs; returns ours, ours_std, ours_best, selected."""
     by = protocol.get("by", metric)
     ascending = protocol.get("mode", "max") == "min"
     kind = protocol.kind
-    if kind not in PROTOCOLS:
-        raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(PROTOCOLS)}")
-    if by not in runs or metric not in runs:
-        return {}
+    if kind not in SELECTIONS:
+        raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(SELECTIONS)}")
     grid = runs["params"]  # the grid point is named against every run of the cell
-    if protocol.get("require_all_clusters", False):
-        if "n_found" not in runs:
-            raise UserError("protocol.require_all_clusters needs the n_found metric in the records")
-        runs = runs[runs["n_found"] == runs["params"].map(lambda p: json.loads(p).get("n_clusters"))]
-    valid = runs.dropna(subset=[by, metric])
+    valid = _candidates(runs, protocol, [by, metric])
     if valid.empty:
         return {}
-    best = valid.sort_values(by, ascending=ascending, kind="stable").iloc[0]
+    best = _best_first(valid, protocol, by).iloc[0]
     if kind == "best":
         return {"ours": best[metric], "selected": _grid_point(best["params"], grid)}
     if kind == "mean_std":
@@ -102,15 +129,81 @@ def select(runs: pd.DataFrame, protocol, metric: str) -> dict:
     return {"ours": chosen[metric].mean(), "ours_std": chosen[metric].std(ddof=0), "selected": selected}
 
 
-def compute_cells(spec, runs: pd.DataFrame) -> pd.DataFrame:
-    """The long frame of cells: one row per (dataset, metric, column)."""
+def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:
+    """The runs of one table column (a method and variant) on ``dataset``, whatever their status."""
+    mask = (runs["dataset"] == dataset) & (runs["method"] == column.method)
+    return runs[mask & (runs["variant"] == column.get("variant", "default"))]
+
+
+def _selected_run(runs: pd.DataFrame, protocol) -> pd.Series | None:
+    """The successful run that protocol ``best`` by ``protocol.by`` chooses, or None."""
+    valid = _candidates(runs[runs["status"] == "ok"], protocol, [protocol.by])
+    return None if valid.empty else _best_first(valid, protocol, protocol.by).iloc[0]
+
+
+def _labels_of(run: pd.Series, results_dir: Path) -> np.ndarray | None:
+    path = record_path(
+        results_dir, run["profile"], run["experiment"], run["dataset"], run["method"], run["config_hash"]
+    )
+    return read_labels(path)
+
+
+def agreement_cell(
+    cell_runs: pd.DataFrame, reference_runs: pd.DataFrame, protocol, metric: str, results_dir: Path
+) -> dict:
+    """``metric`` between the partitions of the selected run of the cell and of the reference.
+
+    Returns ours and selected, or ``{"status": why}`` when there is nothing to compare.
+    """
+    if metric not in AGREEMENT_METRICS:
+        raise UserError(
+            f"protocol agreement compares partitions by {' or '.join(AGREEMENT_METRICS)}, not {metric}"
+        )
+    chosen = _selected_run(cell_runs, protocol)
+    reference = _selected_run(reference_runs, column_protocol(protocol, protocol.reference))
+    if chosen is None:
+        return {"status": _why_empty(cell_runs)}
+    if reference is None:
+        return {"status": f"reference {_why_empty(reference_runs)}"}
+    labels, reference_labels = _labels_of(chosen, results_dir), _labels_of(reference, results_dir)
+    if labels is None or reference_labels is None:
+        return {"status": "labels missing"}
+    if len(labels) != len(reference_labels):
+        return {"status": "different data"}  # e.g. one experiment subsampled the dataset
+    values = agreement(reference_labels, labels, average_method=protocol.get("average_method", "arithmetic"))
+    selected = _grid_point(chosen["params"], cell_runs["params"])
+    reference_point = _grid_point(reference["params"], reference_runs["params"])
+    if reference_point:
+        selected = f"{selected}; reference: {reference_point}".lstrip("; ")
+    return {"ours": values[metric], "selected": selected}
+
+
+def column_protocol(protocol, column) -> DictConfig:
+    """The table's protocol with a column's (or agreement reference's) ``protocol`` keys over it."""
+    return OmegaConf.merge(protocol, column.get("protocol") or {})
+
+
+def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> pd.DataFrame:
+    """The long frame of cells: one row per (dataset, metric, column).
+
+    ``results_dir`` holds the records' labels files; only protocol ``agreement`` reads them.
+    """
+    kind = spec.protocol.kind
+    if kind not in PROTOCOLS:
+        raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(PROTOCOLS)}")
+    if kind == "agreement" and results_dir is None:
+        raise ValueError("protocol agreement reads the runs' labels: pass results_dir")
     rows = []
     for dataset in spec.rows:
         for metric in spec.metrics:
             for column, col in spec.columns.items():
-                mask = (runs["dataset"] == dataset) & (runs["method"] == col.method)
-                cell_runs = runs[mask & (runs["variant"] == col.get("variant", "default"))]
-                chosen = select(cell_runs[cell_runs["status"] == "ok"], spec.protocol, metric)
+                cell_runs = _column_runs(runs, dataset, col)
+                protocol = column_protocol(spec.protocol, col)
+                if kind == "agreement":
+                    reference_runs = _column_runs(runs, dataset, spec.protocol.reference)
+                    chosen = agreement_cell(cell_runs, reference_runs, protocol, metric, results_dir)
+                else:
+                    chosen = select(cell_runs[cell_runs["status"] == "ok"], protocol, metric)
                 paper = OmegaConf.select(spec, f"paper.{metric}.{dataset}.{column}")
                 paper = math.nan if paper is None else float(paper)
                 ours = chosen.get("ours", math.nan)
@@ -125,7 +218,7 @@ def compute_cells(spec, runs: pd.DataFrame) -> pd.DataFrame:
                         "ours_best": chosen.get("ours_best", math.nan),
                         "paper": paper,
                         "delta": ours - paper,
-                        "status": "ok" if chosen else _why_empty(cell_runs),
+                        "status": chosen.get("status", "ok") if chosen else _why_empty(cell_runs),
                         "n_runs": len(cell_runs),
                         "selected_params": chosen.get("selected", ""),
                     }
@@ -148,15 +241,25 @@ def relative_gain(a: float, b: float) -> float:
     return (a - b) / abs(b) * 100.0 if b and not (math.isnan(a) or math.isnan(b)) else math.nan
 
 
+def per_metric(spec, key: str, metric: str, default):
+    """A display setting given for all metrics (``digits: 3``) or per metric (``digits: {sc: 3}``)."""
+    value = spec.get(key, default)
+    return value.get(metric, default) if isinstance(value, Mapping) else value
+
+
+def metric_label(spec, metric: str) -> str:
+    return (spec.get("metric_labels") or {}).get(metric, metric.upper())
+
+
 def win_loss(spec, cells: pd.DataFrame, value: str) -> dict[str, dict[str, str]]:
     """Per W/L row (a column key) and metric: 'wins/losses' of that column against each other column.
 
     Values are compared as the table prints them (rounded to ``digits``); ties count neither.
     """
-    digits = spec.get("digits", 3)
     rows = {}
     for reference in spec.get("win_loss", []):
         for metric in spec.metrics:
+            digits = per_metric(spec, "digits", metric, 3)
             frame = cells[cells["metric"] == metric].pivot(index="dataset", columns="column", values=value)
             line = {}
             for column in spec.columns:
@@ -186,16 +289,18 @@ def _format(value: float, digits: int, gain: float, bold: bool, latex: bool, std
 
 def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
     """The display frame: a row per dataset (x metric), 'ours' beside 'paper' for every column."""
-    digits = spec.get("digits", 3)
     reference = OmegaConf.select(spec, "gain.reference")
     multi_metric = len(spec.metrics) > 1
     lines = []
     for (dataset, metric), group in cells.groupby(["dataset", "metric"], sort=False):
         cell = group.set_index("column")
-        line = {"Dataset": spec.rows[dataset]} | ({"Metric": metric.upper()} if multi_metric else {})
+        digits = per_metric(spec, "digits", metric, 3)
+        line = {"Dataset": spec.rows[dataset]} | (
+            {"Metric": metric_label(spec, metric)} if multi_metric else {}
+        )
         for side in ("ours", "paper"):
             values = cell[side]
-            best = round(_best(values, spec.get("better", "max")), digits)
+            best = round(_best(values, per_metric(spec, "better", metric, "max")), digits)
             for column in spec.columns:
                 gain = relative_gain(values[reference], values[column]) if reference else math.nan
                 std = cell.loc[column, "ours_std"] if side == "ours" else math.nan
@@ -213,7 +318,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         lines.append(line)
     for (reference_column, metric), results in _wl_rows(spec, cells).items():
         label = f"{spec.columns[reference_column].label} W/L"
-        line = {"Dataset": label + (f" ({metric.upper()})" if multi_metric else "")}
+        line = {"Dataset": label + (f" ({metric_label(spec, metric)})" if multi_metric else "")}
         line |= {"Metric": ""} if multi_metric else {}
         for side in ("ours", "paper"):
             line |= {(column, side): results[side].get(column, "—") for column in spec.columns}
@@ -250,12 +355,17 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
     records = load_records(results_dir, profile, list(spec.experiments))
     if records.empty and skip_empty:
         return None
-    return write_table(spec, records, Path(results_dir) / "tables" / profile, profile)
+    return write_table(spec, records, Path(results_dir) / "tables" / profile, profile, results_dir)
 
 
-def write_table(spec, records: pd.DataFrame, out: Path, profile: str) -> TableOutputs:
-    """Compute the cells of ``spec`` from ``records``; write <name>.md, .tex and .csv into ``out``."""
-    cells = compute_cells(spec, _runs(records))
+def write_table(
+    spec, records: pd.DataFrame, out: Path, profile: str, results_dir: Path | None = None
+) -> TableOutputs:
+    """Compute the cells of ``spec`` from ``records``; write <name>.md, .tex and .csv into ``out``.
+
+    ``results_dir``: where the records' labels files lie (needed by protocol ``agreement``).
+    """
+    cells = compute_cells(spec, _runs(records), results_dir)
     sources = ", ".join(spec.experiments)
     header = f"### {spec.title}\n\nProfile `{profile}`; records of {sources}. {spec.note}\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf, open_dict
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.results import is_complete, read_record
-from clusterbench.runner import PointResult, run_job, summary_line
+from clusterbench.runner import PointResult, method_label, run_job, summary_line
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
@@ -291,3 +291,9 @@ def test_every_method_config_fits_zoo_under_the_smoke_profile(tmp_path, method):
     assert outcome.status == "ok", outcome.error
     assert math.isfinite(outcome.scores["sc"]) and -1 <= outcome.scores["sc"] <= 1
     assert outcome.scores["n_found"] >= 2
+
+
+def test_a_summary_line_names_a_methods_variant_unless_it_is_the_default():
+    assert method_label(OmegaConf.create({"name": "clam", "variant": "eq8"})) == "clam[eq8]"
+    assert method_label(OmegaConf.create({"name": "clam", "variant": "default"})) == "clam"
+    assert method_label(OmegaConf.create({"name": "kmeans"})) == "kmeans"
