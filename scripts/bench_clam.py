@@ -28,11 +28,12 @@ from clusterbench.methods import CLAM
 from clusterbench.validation import resolve_device
 
 EXPERIMENT = load_option("experiment", "clam_table1")
+TABLE6 = load_option("tuned", "clam_table6")
 
 
 def table6(dataset: str) -> dict:
-    """CLAM Table 6's hyperparameters for ``dataset``, as the clam_table1 experiment holds them."""
-    return OmegaConf.to_container(EXPERIMENT.method_overrides.clam[dataset])
+    """CLAM Table 6's hyperparameters for ``dataset`` (conf/tuned/clam_table6.yaml)."""
+    return OmegaConf.to_container(TABLE6[dataset])
 
 
 def load(dataset: str):

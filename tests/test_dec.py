@@ -104,7 +104,20 @@ def test_randomly_seeded_dec_gives_valid_labels_from_glorot_uniform_centroids(bl
     np.testing.assert_array_equal(model.predict(X), model.labels_)
 
 
-@pytest.mark.parametrize("init", ["kmeans", "random"])
+def test_gaussian_seeding_draws_the_clam_codes_centroids_and_adam_moves_them(blobs):
+    X, _ = blobs
+    model = DEC(n_clusters=40, init="gaussian", optimizer="adam", lr=0.001, max_iter=50, random_state=1).fit(
+        X
+    )
+    assert model.init_centers_.shape == (40, 8)  # 320 draws of N(0.1, 0.1²)
+    assert model.init_centers_.mean() == pytest.approx(0.1, abs=0.015)
+    assert model.init_centers_.std() == pytest.approx(0.1, abs=0.015)
+    # Adam moves a coordinate by about lr per step, whatever the gradient's scale
+    moved = np.abs(model.cluster_centers_ - model.init_centers_).max()
+    assert 0.5 * 0.001 * model.n_iter_ < moved < 2 * 0.001 * model.n_iter_
+
+
+@pytest.mark.parametrize("init", ["kmeans", "random", "gaussian"])
 def test_same_seed_gives_identical_labels(init, blobs):
     X, _ = blobs
     settings = {"n_clusters": 3, "init": init, "batch_size": 16, "update_interval": 7, "max_iter": 200}
@@ -113,7 +126,7 @@ def test_same_seed_gives_identical_labels(init, blobs):
     np.testing.assert_array_equal(first.labels_, again.labels_)
     np.testing.assert_array_equal(first.cluster_centers_, again.cluster_centers_)
     np.testing.assert_array_equal(first.history_["kl"], again.history_["kl"])
-    if init == "random":
+    if init != "kmeans":
         other = DEC(**settings, random_state=4).fit(X)
         assert np.abs(first.init_centers_ - other.init_centers_).max() > 1e-3
 
@@ -145,6 +158,7 @@ def test_training_stops_on_tol_or_after_max_iter(blobs):
         ("alpha", math.inf),
         ("lr", -0.1),
         ("momentum", 1.0),
+        ("optimizer", "rmsprop"),
         ("batch_size", 0),
         ("update_interval", 2.5),
         ("max_iter", 0),
@@ -163,7 +177,8 @@ def test_the_dec_configs_and_the_table1_experiment_compose(tmp_path):
     cfg = compose_config(tmp_path, "experiment=clam_table1", "method=dec_random", "dataset=zoo")
     assert cfg.method.name == "dec_random" and cfg.method.variant == "default"
     assert cfg.method.estimator._target_ == "clusterbench.methods.DEC"
-    assert (cfg.method.estimator.init, cfg.method.estimator.n_init) == ("random", 20)
+    assert (cfg.method.estimator.init, cfg.method.estimator.n_init) == ("gaussian", 20)
+    assert (cfg.method.estimator.optimizer, cfg.method.estimator.lr) == ("adam", 0.001)
     assert compose_config(tmp_path, "method=dec").method.estimator.init == "kmeans"
     for method in ("dec", "dec_random"):
         assert list(cfg.grids[method].update_interval) == TABLE7_UPDATE_INTERVALS

@@ -7,10 +7,11 @@ SGD on KL(P‖Q) (eq. 2, gradient eq. 4). A point's cluster is argmax_j q_ij.
 What CLAM changed (§4, Appendix A.3, B.2, Table 7): it runs only the soft-clustering part of DEC,
 with **no autoencoder**: the points z_i are the standardized input itself and the centroids are the
 only parameters. "DEC" seeds the centroids with Lloyd's k-means solution, as DEC does; "DEC^r"
-seeds them randomly. The other hyperparameters are DEC's suggested ones (the DEC-keras
-reimplementation): Student-t degree of freedom α = 1, SGD with learning rate 0.01 and momentum
-0.9, batches of 256, at most 2·10⁴ iterations, tol = 0.1%; CLAM sweeps ``update_interval`` over
-the values of its Table 7.
+seeds them randomly. Table 7 gives Student-t degree of freedom α = 1, batches of 256, at most
+2·10⁴ iterations and tol = 0.1%, and CLAM sweeps ``update_interval`` over its values. The
+optimizer is not in the paper: the authors' code (s_kmeans.py) uses Keras' Adam at its default
+rate 1e-3 (``optimizer='adam'``, what conf/method/dec.yaml sets); DEC-keras uses SGD with
+learning rate 0.01 and momentum 0.9 (``optimizer='sgd'``, the estimator's default).
 
 Procedure (DEC-keras, described in the notes; implemented here from that description):
 
@@ -26,12 +27,13 @@ Procedure (DEC-keras, described in the notes; implemented here from that descrip
   ``max_iter`` iterations.
 - The batch loss is the mean over the batch's points of Σ_j p_ij log(p_ij / q_ij) (Keras' ``kld``).
 
-DEC^r seeding (``init="random"``): CLAM says only that DEC^r uses "random-initialized cluster
-centers". DEC-keras' clustering layer initializes its centroid matrix (k, d) with Glorot uniform,
-U(−√(6/(k+d)), √(6/(k+d))), and DEC then overwrites it with the k-means centers; leaving out that
-overwrite gives exactly this Glorot draw, which is what we use. In the standardized space it puts
-all centroids near the origin, well inside the data, consistent with CLAM's finding that DEC^r is
-worse than k-means on every dataset.
+DEC^r seeding: CLAM says only that DEC^r uses "random-initialized cluster centers"; the
+authors' code draws every coordinate from N(0.1, 0.1²) (``init="gaussian"``, what
+conf/method/dec_random.yaml sets). ``init="random"`` is DEC-keras' draw: its clustering layer
+initializes the centroid matrix (k, d) with Glorot uniform, U(−√(6/(k+d)), √(6/(k+d))), before DEC
+overwrites it with the k-means centers. Both put all centroids near the origin of the
+standardized space, well inside the data, consistent with CLAM's finding that DEC^r is worse than
+k-means on every dataset.
 """
 
 from __future__ import annotations
@@ -47,7 +49,10 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from clusterbench.errors import HyperparameterError
 from clusterbench.validation import DEVICES, check_hyperparameters, is_int, is_real, resolve_device
 
-INITS = ("kmeans", "random")
+INITS = ("kmeans", "random", "gaussian")
+OPTIMIZERS = ("sgd", "adam")
+# init="gaussian": centroids N(0.1, 0.1²) in every coordinate, as the CLAM authors' DEC^r draws them.
+GAUSSIAN_MEAN, GAUSSIAN_STD = 0.1, 0.1
 
 
 def soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
@@ -99,11 +104,14 @@ class DEC(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : number of centroids k (≥ 2).
     init : 'kmeans' (DEC: scikit-learn's KMeans on X, ``n_init`` restarts, seeded by
-        ``random_state``) or 'random' (DEC^r: Glorot-uniform centroids, as DEC-keras' clustering
-        layer draws them before DEC overwrites them with the k-means centers).
+        ``random_state``), 'random' (DEC^r: Glorot-uniform centroids, as DEC-keras' clustering
+        layer draws them before DEC overwrites them with the k-means centers) or 'gaussian'
+        (DEC^r as the CLAM authors' code draws it: every coordinate N(0.1, 0.1²)).
     n_init : k-means restarts for the seeding (≥ 1; DEC-keras uses 20).
     alpha : degree of freedom α > 0 of the Student-t kernel (eq. 1; DEC and CLAM Table 7: 1).
-    lr, momentum : SGD learning rate (> 0) and momentum (in [0, 1)).
+    optimizer : 'sgd' (DEC-keras: SGD with ``momentum``) or 'adam' (the CLAM authors' code: Adam,
+        Keras' default rate 1e-3; ``momentum`` unused).
+    lr, momentum : learning rate (> 0) and SGD momentum (in [0, 1)).
     batch_size : points per SGD step (≥ 1).
     update_interval : iterations between recomputations of the target P on the full data (≥ 1).
     max_iter : most SGD iterations (≥ 1; DEC: 2·10⁴).
@@ -131,6 +139,7 @@ class DEC(ClusterMixin, BaseEstimator):
         init="kmeans",
         n_init=20,
         alpha=1.0,
+        optimizer="sgd",
         lr=0.01,
         momentum=0.9,
         batch_size=256,
@@ -144,6 +153,7 @@ class DEC(ClusterMixin, BaseEstimator):
         self.init = init
         self.n_init = n_init
         self.alpha = alpha
+        self.optimizer = optimizer
         self.lr = lr
         self.momentum = momentum
         self.batch_size = batch_size
@@ -171,7 +181,10 @@ class DEC(ClusterMixin, BaseEstimator):
         initial = self._initial_centers(X, data, generator, seed)
         self.init_centers_ = initial.double().cpu().numpy()
         centers = initial.clone().requires_grad_()
-        optimizer = torch.optim.SGD([centers], lr=self.lr, momentum=self.momentum)
+        if self.optimizer == "adam":
+            optimizer = torch.optim.Adam([centers], lr=self.lr)
+        else:
+            optimizer = torch.optim.SGD([centers], lr=self.lr, momentum=self.momentum)
 
         n = len(data)
         labels = self._labels(data, initial)
@@ -231,6 +244,7 @@ class DEC(ClusterMixin, BaseEstimator):
             ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
             ("n_init", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
             ("alpha", lambda v: is_real(v) and v > 0, "a number > 0"),
+            ("optimizer", lambda v: v in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
             ("lr", lambda v: is_real(v) and v > 0, "a number > 0"),
             ("momentum", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)"),
             ("batch_size", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
@@ -245,11 +259,14 @@ class DEC(ClusterMixin, BaseEstimator):
     def _initial_centers(
         self, X: np.ndarray, data: torch.Tensor, generator: torch.Generator, seed: int
     ) -> torch.Tensor:
-        """k-means centers (DEC) or a Glorot-uniform draw (DEC^r); see the module docstring."""
+        """k-means centers (DEC), or a Glorot-uniform or N(0.1, 0.1²) draw (DEC^r): module docstring."""
         k, d = self.n_clusters, data.shape[1]
         if self.init == "kmeans":
             kmeans = KMeans(n_clusters=k, n_init=self.n_init, random_state=seed % 2**32).fit(X)
             return torch.as_tensor(kmeans.cluster_centers_, dtype=torch.float32, device=data.device)
+        if self.init == "gaussian":
+            draw = torch.randn(k, d, generator=generator, device=data.device)
+            return draw * GAUSSIAN_STD + GAUSSIAN_MEAN
         limit = math.sqrt(6.0 / (k + d))
         uniform = torch.rand(k, d, generator=generator, device=data.device)
         return (2.0 * uniform - 1.0) * limit
