@@ -14,6 +14,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
+import clusterbench.methods.dec as dec_module
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import DEC
 from clusterbench.methods.dec import kl_divergence, log_soft_assignment, soft_assignment, target_distribution
@@ -177,7 +178,7 @@ def test_the_dec_configs_and_the_table1_experiment_compose(tmp_path):
     cfg = compose_config(tmp_path, "experiment=clam_table1", "method=dec_random", "dataset=zoo")
     assert cfg.method.name == "dec_random" and cfg.method.variant == "default"
     assert cfg.method.estimator._target_ == "clusterbench.methods.DEC"
-    assert (cfg.method.estimator.init, cfg.method.estimator.n_init) == ("gaussian", 20)
+    assert (cfg.method.estimator.init, cfg.method.estimator.n_init) == ("gaussian", 1000)
     assert (cfg.method.estimator.optimizer, cfg.method.estimator.lr) == ("adam", 0.001)
     assert compose_config(tmp_path, "method=dec").method.estimator.init == "kmeans"
     for method in ("dec", "dec_random"):
@@ -191,3 +192,17 @@ def test_the_dec_configs_and_the_table1_experiment_compose(tmp_path):
         "beta": 0.0005, "steps": 5, "lr": 0.01, "batch_size": 256, "mask_prob": 0.1, "mask_value": "max"
     }  # fmt: skip
     assert cfg.dataset_overrides.fashion_mnist.split == "train"
+
+
+def test_the_kmeans_seeding_is_computed_once_per_data_k_n_init_and_seed(blobs, monkeypatch):
+    X, _ = blobs
+    fits = []
+    original = dec_module.KMeans.fit
+    monkeypatch.setattr(dec_module.KMeans, "fit", lambda self, data: fits.append(1) or original(self, data))
+    dec_module._SEEDINGS.clear()
+    first = [DEC(n_clusters=3, update_interval=u, max_iter=20, random_state=0).fit(X) for u in (1, 5, 10)]
+    assert len(fits) == 1
+    np.testing.assert_array_equal(first[0].init_centers_, first[2].init_centers_)
+    DEC(n_clusters=3, max_iter=20, random_state=1).fit(X)  # another seed: another k-means
+    DEC(n_clusters=3, max_iter=20, random_state=0).fit(X + 1.0)  # other data: another k-means
+    assert len(fits) == 3
