@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 from sklearn.cluster import kmeans_plusplus
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score, silhouette_score
+from sklearn.model_selection import ParameterGrid
 from sklearn.preprocessing import StandardScaler
 
 from clusterbench.errors import HyperparameterError
@@ -286,3 +288,18 @@ def test_clam_configs_compose_into_their_variants(tmp_path):
         assert (method.estimator.epochs, method.estimator.restarts) == (20, 2)  # the smoke profile's
         variants[method.variant] = (method.estimator.mask, method.estimator.weighted)
     assert variants == {"default": (True, False), "eq8": (False, False), "weighted": (True, True)}
+
+
+@pytest.mark.parametrize(("profile", "steps"), [("smoke", [5, 10]), ("paper", [2, 5, 7, 10, 12, 15, 20])])
+def test_clam_search_sweeps_one_hyperparameter_at_a_time_around_table_6(tmp_path, profile, steps):
+    cfg = compose_config(
+        tmp_path, "experiment=clam_search", "method=clam", "dataset=ecoli", f"profile={profile}"
+    )
+    grid = list(ParameterGrid(OmegaConf.to_container(cfg.grids.clam, resolve=True)))
+    swept = {key: sorted({point[key] for point in grid if key in point}) for key in ("beta", "steps")}
+    assert len(grid) == (10 + 4 + 6 + 3) * len(steps)  # Figures 7-10: beta, lr, mask_prob, mask_value x T
+    assert swept["steps"] == steps and len(swept["beta"]) == 10
+    assert all(len(point) == 2 for point in grid)  # one hyperparameter besides T per point
+    assert cfg.method.estimator.restart_selection == "silhouette"
+    ecoli = cfg.method_overrides.clam.ecoli  # CLAM Table 6: the centre of each sweep
+    assert (ecoli.beta, ecoli.steps, ecoli.batch_size) == (0.095, 12, 16)
