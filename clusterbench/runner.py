@@ -10,6 +10,7 @@ import inspect
 import io
 import json
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -20,7 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-import torch
 from hydra.utils import get_class, get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import ParameterGrid
@@ -31,7 +31,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import config_hash, finished_record, record_path, write_record
-from clusterbench.validation import DEVICES, resolve_device
+from clusterbench.validation import DEVICES, is_int, resolve_device
 
 
 @dataclass
@@ -143,19 +143,25 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
     ]
 
 
-def set_torch_threads(threads) -> None:
-    """Give torch ``threads`` CPU threads (None: leave torch's default of one per core).
+def check_threads(threads) -> int | None:
+    """``threads`` (config key): an integer >= 1, or None for torch's default of one per core."""
+    if threads is not None and not (is_int(threads) and threads >= 1):
+        raise UserError(f"threads must be an integer >= 1 or null, got {threads!r}")
+    return threads
+
+
+def limit_torch_threads(threads: int | None) -> None:
+    """Give torch ``threads`` CPU threads, if the estimator's module has loaded torch at all.
 
     Why 1 by default: the torch methods run many small kernels; with one thread per core, a
     second busy process on the machine (another job of a joblib sweep, a test run) leaves torch's
     threads waiting on each other, and a fit runs up to 10x slower (CLAM on Yale: 116 s against
     14 s for 5 epochs on 2 busy cores). Larger problems on an idle machine gain from more.
+    Torch is looked up, not imported: a job of a scikit-learn baseline never loads it.
     """
-    if threads is None:
-        return
-    if not (isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1):
-        raise UserError(f"threads must be an integer >= 1 or null, got {threads!r}")
-    torch.set_num_threads(threads)
+    torch = sys.modules.get("torch")
+    if threads is not None and torch is not None:
+        torch.set_num_threads(threads)
 
 
 def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[PointResult]:
@@ -167,7 +173,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
     if cfg.device not in DEVICES:
         raise UserError(f"device must be auto, cpu or cuda, got '{cfg.device}'")
-    set_torch_threads(cfg.get("threads"))
+    threads = check_threads(cfg.get("threads"))
     seed = int(cfg.seed)
     method = method_config(cfg)
     results_dir = Path(cfg.results_dir)
@@ -183,6 +189,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     grid = method_grid(cfg)
     for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
         estimator = build_estimator(method, params, data, seed, cfg.device)
+        limit_torch_threads(threads)
         check_n_clusters(estimator, data)
         hyper = estimator_params(estimator)
         point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}

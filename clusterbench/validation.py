@@ -1,10 +1,12 @@
-"""Checks shared by the estimators and the runner: hyperparameter values and the compute device."""
+"""Checks shared by the estimators and the runner: hyperparameter values, the seed and the device."""
 
 from __future__ import annotations
 
 import math
 import numbers
 from collections.abc import Callable, Iterable
+
+import numpy as np
 
 from clusterbench.errors import HyperparameterError
 
@@ -29,6 +31,13 @@ def check_hyperparameters(estimator, checks: Iterable[tuple[str, Callable, str]]
         value = getattr(estimator, name)
         if not valid(value):
             raise HyperparameterError(f"{type(estimator).__name__} {name} must be {allowed}, got {value!r}")
+
+
+def resolve_seed(random_state: int | None) -> int:
+    """``random_state`` itself, or a fresh random 63-bit seed when it is None."""
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0]) >> 1
+    return int(random_state)
 
 
 def resolve_device(device: str) -> str:

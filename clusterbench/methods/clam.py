@@ -41,7 +41,14 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from clusterbench.metrics import silhouette
-from clusterbench.validation import DEVICES, check_hyperparameters, is_int, is_real, resolve_device
+from clusterbench.validation import (
+    DEVICES,
+    check_hyperparameters,
+    is_int,
+    is_real,
+    resolve_device,
+    resolve_seed,
+)
 
 MASK_VALUES = ("mean", "min", "max")
 MASK_SAMPLINGS = ("bernoulli", "code")
@@ -125,10 +132,7 @@ def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
     restart. A fit with ``restarts=1, random_state=restart_seeds(s, R)[r]`` repeats restart r of a
     fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
     """
-    if random_state is None:
-        base = int(np.random.SeedSequence().generate_state(1, np.uint64)[0]) >> 1
-    else:
-        base = int(random_state)
+    base = resolve_seed(random_state)
     hashed = [
         int(np.random.SeedSequence([base, r]).generate_state(1, np.uint64)[0]) >> 1
         for r in range(1, restarts)
@@ -314,23 +318,28 @@ class CLAM(ClusterMixin, BaseEstimator):
         trained = self._train(data, self.restart_seeds_)
         if not np.isfinite(trained.losses).any():
             raise FloatingPointError("CLAM's training loss was not finite in any epoch of any restart")
-        labels = self._assign(data, trained.prototypes, trained.log_weights if self.weighted else None)
-        labels = labels.cpu().numpy()
+        log_weights = trained.log_weights if self.weighted else None
         if self.restart_selection == "loss":
             self.restart_scores_ = None
             kept = int(np.argmin(trained.losses))
+            # only the kept restart's labels are needed
+            one = slice(kept, kept + 1)
+            kept_weights = None if log_weights is None else log_weights[one]
+            labels = self._assign(data, trained.prototypes[one], kept_weights)[0].cpu().numpy()
         else:
+            every = self._assign(data, trained.prototypes, log_weights).cpu().numpy()
             points = data.cpu().numpy()
             self.restart_scores_ = np.array(
                 [
                     silhouette(points, found, max_samples=SELECTION_MAX_SAMPLES)
                     if len(np.unique(found)) > 1
                     else -1.0
-                    for found in labels
+                    for found in every
                 ]
             )
             self.restart_scores_[~np.isfinite(trained.losses)] = -np.inf
             kept = int(np.argmax(self.restart_scores_))
+            labels = every[kept]
         self.restart_losses_ = trained.losses
         self.kept_restart_ = kept
         self.loss_ = float(trained.losses[kept])
@@ -344,7 +353,7 @@ class CLAM(ClusterMixin, BaseEstimator):
             for epoch, (stacked, ran) in trained.snapshots.items()
             if ran[kept]
         }
-        self.labels_ = labels[kept]
+        self.labels_ = labels
         return self
 
     def predict(self, X):

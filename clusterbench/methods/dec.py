@@ -49,7 +49,14 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from clusterbench.errors import HyperparameterError
-from clusterbench.validation import DEVICES, check_hyperparameters, is_int, is_real, resolve_device
+from clusterbench.validation import (
+    DEVICES,
+    check_hyperparameters,
+    is_int,
+    is_real,
+    resolve_device,
+    resolve_seed,
+)
 
 INITS = ("kmeans", "random", "gaussian")
 OPTIMIZERS = ("sgd", "adam")
@@ -194,10 +201,8 @@ class DEC(ClusterMixin, BaseEstimator):
             )
         self.n_features_in_ = X.shape[1]
         self.device_ = resolve_device(self.device)
-        seed = self.random_state
-        if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
-        generator = torch.Generator(device=self.device_).manual_seed(int(seed))
+        seed = resolve_seed(self.random_state)
+        generator = torch.Generator(device=self.device_).manual_seed(seed)
         data = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
 
         initial = self._initial_centers(X, data, generator, seed)
