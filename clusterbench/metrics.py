@@ -1,7 +1,8 @@
 """Clustering metrics. Each is a plain function of the arrays it needs.
 
-The runner binds arguments by name (``X``, ``y``, ``labels``, ``random_state``) plus the options of
-the metric suite (``conf/metrics/*.yaml``), so a new metric is one function and one YAML entry.
+The runner binds arguments by name (``X``, ``y``, ``labels``, ``random_state``, and ``estimator``,
+the fitted model) plus the options of the metric suite (``conf/metrics/*.yaml``), so a new metric
+is one function and one YAML entry.
 One option applies to every metric: ``ignore_label: L`` scores only the points whose true label
 is not ``L`` (CLAM Table 10 scores the inliers of a data set with outliers labelled 2).
 """
@@ -9,6 +10,7 @@ is not ``L`` (CLAM Table 10 scores the inliers of a data set with outliers label
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -63,6 +65,21 @@ def inertia(X: np.ndarray, labels: np.ndarray) -> float:
         members = X[labels == label]
         total += float(((members - members.mean(axis=0)) ** 2).sum())
     return total
+
+
+def objective(estimator) -> float:
+    """The fitted model's own objective, ``inertia_``: for Khatri-Rao k-means the squared distances
+    to its structured centroids (eq. 1), which the cluster means of its labels would undercut."""
+    return float(getattr(estimator, "inertia_", math.nan))
+
+
+def n_params(estimator) -> float:
+    """Numbers the model stores to summarise the data: ``n_params_`` if it says, else the size of
+    ``cluster_centers_`` (k·d for k-means; Khatri-Rao k-means stores Σh·d)."""
+    if hasattr(estimator, "n_params_"):
+        return float(estimator.n_params_)
+    centers = getattr(estimator, "cluster_centers_", None)
+    return math.nan if centers is None else float(np.asarray(centers).size)
 
 
 def n_found(labels: np.ndarray) -> float:

@@ -114,8 +114,10 @@ def metric_options(spec: DictConfig) -> dict:
     return {k: v for k, v in spec.items() if k != "_target_"}
 
 
-def score(metrics: DictConfig, data: Dataset, labels: np.ndarray, seed: int) -> dict[str, float]:
-    available = {"X": data.X, "y": data.y, "labels": labels, "random_state": seed}
+def score(metrics: DictConfig, data: Dataset, estimator, seed: int) -> dict[str, float]:
+    """Every metric of the suite on the fitted ``estimator``'s labels (or, e.g., its own objective)."""
+    labels = np.asarray(estimator.labels_)
+    available = {"X": data.X, "y": data.y, "labels": labels, "estimator": estimator, "random_state": seed}
     return {
         name: call_metric(get_method(spec._target_), available, metric_options(spec))
         for name, spec in metrics.items()
@@ -274,7 +276,7 @@ def _fit_and_score(
                 estimator.fit(data.X)
             seconds = time.perf_counter() - start
             labels = np.asarray(estimator.labels_)
-            scores = score(metrics, data, labels, seed)
+            scores = score(metrics, data, estimator, seed)
     except FitTimeout as exc:
         return PointResult(params, "timeout", error=str(exc))
     except Exception as exc:

@@ -53,3 +53,19 @@ def resolve_device(device: str) -> str:
     if device == "cuda":
         raise HyperparameterError("device='cuda' but no CUDA GPU is visible; use device=auto or device=cpu")
     return "cpu"
+
+
+def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
+    """The torch seed of each restart.
+
+    Restart 0 takes ``random_state`` itself, so ``restarts=1`` is the plain seeded run; restart
+    r > 0 takes a 63-bit hash of (random_state, r), so jobs with neighbouring seeds share no
+    restart. A fit with ``restarts=1, random_state=restart_seeds(s, R)[r]`` repeats restart r of a
+    fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
+    """
+    base = resolve_seed(random_state)
+    hashed = [
+        int(np.random.SeedSequence([base, r]).generate_state(1, np.uint64)[0]) >> 1
+        for r in range(1, restarts)
+    ]
+    return [base, *hashed]

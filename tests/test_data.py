@@ -373,9 +373,27 @@ def test_dataset_config_parses_with_the_required_keys(name):
 )
 def test_generated_and_bundled_configs_match_their_data(name):
     spec = load_option("dataset", name)
+    if name == "double_mnist":  # generated from the cached MNIST
+        require_cached("mnist")
     raw = call_source(spec)
     assert list(raw.X.shape) == list(spec.shape)
     labels = set(np.unique(raw.y).tolist())
     k = spec.n_clusters
     assert labels >= set(range(k))
     assert labels - set(range(k)) <= {k}  # at most one extra value: the outlier label k
+
+
+def test_double_mnist_puts_digit_a_left_of_digit_b():
+    require_cached("mnist")
+    mnist = load_option("dataset", "mnist")
+    digits = call_source(mnist)
+    raw = generators.double_mnist(n_samples=250, random_state=3)
+    assert raw.X.shape == (250, 28 * 56)
+    assert np.bincount(raw.y).tolist() == [3] * 50 + [2] * 50  # n // 100 each, the first n % 100 once more
+    images = raw.X.reshape(-1, 28, 56)
+    lookup = {row.tobytes(): label for row, label in zip(digits.X.astype(np.float32), digits.y, strict=True)}
+    for image, label in zip(images[::25], raw.y[::25], strict=True):
+        left = np.ascontiguousarray(image[:, :28]).reshape(-1)
+        right = np.ascontiguousarray(image[:, 28:]).reshape(-1)
+        assert int(lookup[left.tobytes()]) == label // 10
+        assert int(lookup[right.tobytes()]) == label % 10

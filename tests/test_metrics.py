@@ -13,6 +13,7 @@ from sklearn.cluster import KMeans
 
 from clusterbench import metrics
 from clusterbench.catalog import CONF_DIR, options
+from clusterbench.methods import KhatriRaoKMeans
 from clusterbench.metrics import (
     acc,
     agreement,
@@ -20,7 +21,9 @@ from clusterbench.metrics import (
     call_metric,
     inertia,
     n_found,
+    n_params,
     nmi,
+    objective,
     purity,
     silhouette,
 )
@@ -217,7 +220,8 @@ def test_every_metric_suite_entry_is_callable_with_the_runner_arrays(suite):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3))
     y = np.repeat([0, 1, 2], 10)
-    available = {"X": X, "y": y, "labels": y, "random_state": 0}
+    fitted = KMeans(3, n_init=1, random_state=0).fit(X)
+    available = {"X": X, "y": y, "labels": y, "estimator": fitted, "random_state": 0}
     for name, entry in spec.items():
         function = get_method(entry._target_)
         assert function.__module__ == metrics.__name__, name
@@ -227,3 +231,16 @@ def test_every_metric_suite_entry_is_callable_with_the_runner_arrays(suite):
             assert value == pytest.approx(1.0), name  # labels == y
         if name == "n_found":
             assert value == 3.0
+
+
+def test_objective_and_n_params_read_the_fitted_model():
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    fitted = KMeans(4, n_init=1, random_state=0).fit(X)
+    assert objective(fitted) == fitted.inertia_
+    assert n_params(fitted) == 12.0  # k·d centroid coordinates
+    structured = KhatriRaoKMeans(n_clusters=9, n_init=2, random_state=0, device="cpu").fit(X)
+    assert n_params(structured) == 6 * 3  # (3 + 3) protocentroids
+    assert objective(structured) == structured.inertia_
+    # the structured centroids are not the cluster means: the means' inertia undercuts the model's
+    assert inertia(X, structured.labels_) < objective(structured)
+    assert math.isnan(objective(object()))

@@ -283,7 +283,10 @@ def test_what_a_fit_prints_is_summarised_not_streamed(tmp_path, capsys):
 @pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize(
     "method",
-    ["kmeans", "spectral", "agglomerative", "clam", "clam_eq8", "clam_weighted", "dec", "dec_random"],
+    [
+        *("kmeans", "spectral", "agglomerative", "clam", "clam_eq8", "clam_weighted", "dec", "dec_random"),
+        *("kr_kmeans", "kr_kmeans_product", "kr_naive", "kmeans_kr", "kmeans_kr_budget"),
+    ],
 )
 def test_every_method_config_fits_zoo_under_the_smoke_profile(tmp_path, method):
     require_cached("zoo")
@@ -297,3 +300,13 @@ def test_a_summary_line_names_a_methods_variant_unless_it_is_the_default():
     assert method_label(OmegaConf.create({"name": "clam", "variant": "eq8"})) == "clam[eq8]"
     assert method_label(OmegaConf.create({"name": "clam", "variant": "default"})) == "clam"
     assert method_label(OmegaConf.create({"name": "kmeans"})) == "kmeans"
+
+
+def test_kmeans_with_the_protocentroid_budget_takes_h1_plus_h2_centroids(tmp_path):
+    # Zoo's k = 7 is prime: Khatri-Rao k-means uses 2 + 4 protocentroids, so this baseline takes 6.
+    require_cached("zoo")
+    cfg = compose_config(tmp_path, "method=kmeans_kr_budget", "dataset=zoo", "profile=smoke")
+    (outcome,) = run_job(cfg)
+    record = read_record(outcome.path)
+    assert json.loads(record["params"].iloc[0])["n_clusters"] == 6
+    assert outcome.scores["n_found"] == 6

@@ -199,3 +199,30 @@ def test_require_all_clusters_drops_labelings_that_merged_clusters():
     protocol.require_all_clusters = True
     chosen = select(runs_of(records), protocol, "sc")
     assert chosen["ours"] == 0.381 and chosen["selected"] == "gamma=0.1"
+
+
+def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
+    records = frame(
+        run("zoo", "kr", 0, {}, {"inertia": 12.0, "n_params": 60.0}),
+        run("zoo", "kr", 1, {}, {"inertia": 14.0, "n_params": 60.0}),
+        run("zoo", "kmeans", 0, {}, {"inertia": 10.0, "n_params": 90.0}),
+        run("zoo", "kmeans", 1, {}, {"inertia": 10.0, "n_params": 90.0}),
+    )
+    table = spec(
+        metrics=["inertia", "n_params"],
+        protocol={"kind": "mean_std"},
+        columns={"kr": {"label": "KR", "method": "kr"}, "kmeans": {"label": "k-means", "method": "kmeans"}},
+        ratio_to={"inertia": "kmeans", "n_params": "kmeans"},
+        unavailable={"ecoli": "not in the data folder"},
+        paper={"inertia": {"zoo": {"kr": 1.2, "kmeans": 1.0}}},
+        gain=None,
+        win_loss=[],
+    )
+    cells = compute_cells(table, runs_of(records)).set_index(["dataset", "metric", "column"]).sort_index()
+    assert cells.loc[("zoo", "inertia", "kr"), "ours"] == pytest.approx(1.3)  # mean 13 / 10
+    assert cells.loc[("zoo", "inertia", "kr"), "ours_std"] == pytest.approx(0.1)
+    assert cells.loc[("zoo", "inertia", "kr"), "delta"] == pytest.approx(0.1)
+    assert cells.loc[("zoo", "inertia", "kmeans"), "ours"] == 1.0
+    assert cells.loc[("zoo", "n_params", "kr"), "ours"] == pytest.approx(2 / 3)
+    assert (cells.loc["ecoli", "status"] == "not available").all()
+    assert (cells.loc["ecoli", "selected_params"] == "not in the data folder").all()

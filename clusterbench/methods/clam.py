@@ -47,7 +47,7 @@ from clusterbench.validation import (
     is_int,
     is_real,
     resolve_device,
-    resolve_seed,
+    restart_seeds,
 )
 
 MASK_VALUES = ("mean", "min", "max")
@@ -122,22 +122,6 @@ def am_recursion(
         else:
             x = torch.lerp(x, pull, step)  # x + α(Σ_μ w_μ ρ_μ − x) on the free coordinates
     return x
-
-
-def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
-    """The torch seed of each restart.
-
-    Restart 0 takes ``random_state`` itself, so ``restarts=1`` is the plain seeded run; restart
-    r > 0 takes a 63-bit hash of (random_state, r), so jobs with neighbouring seeds share no
-    restart. A fit with ``restarts=1, random_state=restart_seeds(s, R)[r]`` repeats restart r of a
-    fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
-    """
-    base = resolve_seed(random_state)
-    hashed = [
-        int(np.random.SeedSequence([base, r]).generate_state(1, np.uint64)[0]) >> 1
-        for r in range(1, restarts)
-    ]
-    return [base, *hashed]
 
 
 class RestartAdam:

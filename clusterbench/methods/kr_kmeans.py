@@ -1,0 +1,535 @@
+"""Khatri-Rao k-means (Ciaperoni, Gionis & Mannila, "Khatri-Rao clustering").
+
+The k centroids are not free: each is the aggregation μ_(j1..jp) = θ¹_j1 ⊕ θ²_j2 ⊕ … ⊕ θᵖ_jp of
+one protocentroid from each of p small sets (eq. 5), ⊕ the elementwise sum or product, so
+h1 + … + hp stored vectors describe up to h1·…·hp centroids. Like Lloyd's algorithm it alternates
+assigning each point to its nearest centroid and updating the parameters; the update of one set
+given the others is the closed form of Proposition 6.1, applied set after set, each update using
+the sets already updated in the same iteration (Algorithm 1, lines 16–19).
+
+Where the paper leaves a choice open, and what is done here:
+
+- A centroid's label is its index tuple read row-major: (j1, …, jp) ↦ j1·h2·…·hp + … + jp
+  (the authors' code: i·h2 + j for two sets).
+- Set sizes: the two closest factors of k (§9.1), generalised to p sets as the most balanced
+  factorisation of k into p factors ≥ 2. A k with no such factorisation (a prime k for p = 2) uses
+  the sizes with the fewest stored vectors whose product exceeds k (ties: the smaller product),
+  and only the first k index tuples are centroids — k clusters, never more. See
+  :func:`protocentroid_sizes`.
+- An empty protocentroid (no point assigned to any centroid that uses it) is reseeded with a
+  random data point (the authors' code). With the product aggregator a coordinate in which all
+  the other factors of a protocentroid's points are 0 leaves that coordinate of the objective
+  constant; it keeps its value.
+- Stopping: the squared movement of all h1·…·hp centroids, Σ‖μ_new − μ_old‖², below ``tol``
+  (the authors' criterion, 1e-4), or ``max_iter`` iterations (200). The movement is computed in
+  closed form from the protocentroids, so no centroid is materialised for it.
+- Restarts: ``n_init`` independent initialisations trained as one batched tensor computation
+  (a leading restart dimension); the one with least inertia is kept (§9.1: 20 restarts).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from clusterbench.validation import (
+    DEVICES,
+    check_hyperparameters,
+    is_int,
+    is_real,
+    resolve_device,
+    restart_seeds,
+)
+
+AGGREGATORS = ("sum", "product")
+INITS = ("random", "k-means++")
+# Elements of one temporary (distances of a row chunk to a centroid block, or a chunk of the
+# gathered other-set factors): bounds the working memory whatever n and k are.
+CHUNK_ELEMENTS = 1 << 20
+# memory_efficient: centroids are built this many at a time (whole runs of the last set).
+BLOCK_CENTROIDS = 1024
+# k-means++ seeding with the product aggregator divides by the anchor protocentroids; divisor
+# coordinates smaller than this fraction of the data's mean absolute value are raised to it.
+DIVISOR_FLOOR = 0.1
+
+
+def protocentroid_sizes(n_clusters: int, n_sets: int = 2) -> tuple[int, ...]:
+    """How many protocentroids each of ``n_sets`` sets holds to describe ``n_clusters`` centroids.
+
+    The paper's rule (§9.1): the two closest factors of k, e.g. 40 → (5, 8), 100 → (10, 10); for
+    p sets, the factorisation of k into p factors ≥ 2 with the least sum (the most balanced).
+    When k has none (k prime for p = 2; the authors' code raises), the sizes with the least sum
+    whose product exceeds k, ties broken by the smaller product: 7 → (2, 4), 13 → (3, 5); the
+    estimator then uses only the first k of the product's index tuples. Sizes ascend.
+    ``n_sets=1`` is plain k-means: (k,).
+    """
+    if n_sets == 1:
+        return (n_clusters,)
+    exact = [f for f in _factorisations(n_clusters, n_sets, smallest=2) if math.prod(f) == n_clusters]
+    if exact:
+        return min(exact, key=sum)
+    base = max(2, math.ceil(n_clusters ** (1 / n_sets)) - 1)
+    candidates = [
+        sizes
+        for sizes in itertools.combinations_with_replacement(range(2, base + 3), n_sets)
+        if math.prod(sizes) >= n_clusters
+    ]
+    return min(candidates, key=lambda sizes: (sum(sizes), math.prod(sizes)))
+
+
+def _factorisations(n: int, parts: int, smallest: int) -> list[tuple[int, ...]]:
+    """Non-decreasing tuples of ``parts`` integers ≥ ``smallest`` whose product is ``n``."""
+    if parts == 1:
+        return [(n,)] if n >= smallest else []
+    found = []
+    factor = smallest
+    while factor**parts <= n:
+        if n % factor == 0:
+            found += [(factor, *rest) for rest in _factorisations(n // factor, parts - 1, factor)]
+        factor += 1
+    return found
+
+
+def centroid_layout(n_clusters: int, n_sets: int, h: Sequence[int] | None) -> tuple[tuple[int, ...], int]:
+    """(set sizes, number of centroids used): ``h`` and all Πh of its tuples when given, else
+    :func:`protocentroid_sizes` of k and p with the first k tuples."""
+    if h is not None:
+        sizes = tuple(int(v) for v in h)
+        return sizes, math.prod(sizes)
+    return protocentroid_sizes(int(n_clusters), int(n_sets)), int(n_clusters)
+
+
+def _valid_sizes(h) -> bool:
+    return h is None or (
+        isinstance(h, Sequence) and len(h) >= 1 and all(is_int(v) and v >= 1 for v in h) and math.prod(h) >= 2
+    )
+
+
+# Checks shared by the estimators with a Khatri-Rao centroid layout (here and kr_naive).
+LAYOUT_CHECKS = (
+    ("n_clusters", lambda v: is_int(v) and v >= 2, "an integer ≥ 2"),
+    ("n_sets", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+    ("h", _valid_sizes, "null or a list of integers ≥ 1 with product ≥ 2"),
+    ("aggregator", lambda v: v in AGGREGATORS, f"one of {', '.join(AGGREGATORS)}"),
+)
+
+
+def protocentroid_budget(n_clusters: int, n_sets: int = 2) -> int:
+    """h1 + … + hp for k clusters: the centroid count of the paper's baseline "k-means (h1 + h2)"."""
+    return sum(protocentroid_sizes(int(n_clusters), int(n_sets)))
+
+
+def _combine(a: torch.Tensor, b: torch.Tensor, aggregator: str) -> torch.Tensor:
+    """a ⊕ b, elementwise (broadcasting)."""
+    return a + b if aggregator == "sum" else a * b
+
+
+def aggregate(protocentroids: Sequence[torch.Tensor], aggregator: str) -> torch.Tensor:
+    """All centroids θ¹_j1 ⊕ … ⊕ θᵖ_jp (eq. 5), row-major in (j1, …, jp).
+
+    ``protocentroids``: p tensors (..., h_l, d) with the same leading dims; returns (..., Πh, d).
+    """
+    combined = protocentroids[0]
+    for theta in protocentroids[1:]:
+        combined = _combine(combined[..., :, None, :], theta[..., None, :, :], aggregator).flatten(-3, -2)
+    return combined
+
+
+def centroid_movement(
+    new: Sequence[torch.Tensor], old: Sequence[torch.Tensor], aggregator: str
+) -> torch.Tensor:
+    """Σ over all Πh centroids of ‖μ_new − μ_old‖², per restart, from the protocentroids alone.
+
+    Sum: μ_new − μ_old = Σ_l Δ_l[j_l], whose squared norm summed over all index tuples is
+    Σ_l (K/h_l) Σ_j ‖Δ_lj‖² + Σ_(l≠m) (K/(h_l h_m)) ⟨Σ_j Δ_lj, Σ_j Δ_mj⟩ with K = Πh.
+    Product, per coordinate: Σ (Π_l a_l − Π_l b_l)² = Π_l Σ_j a² − 2 Π_l Σ_j ab + Π_l Σ_j b².
+    Tensors are (R, h_l, d); returns (R,).
+    """
+    if aggregator == "sum":
+        n_combinations = math.prod(theta.shape[-2] for theta in new)
+        deltas = [a - b for a, b in zip(new, old, strict=True)]
+        sums = [delta.sum(-2) for delta in deltas]
+        squares = sum(n_combinations / delta.shape[-2] * (delta**2).sum((-2, -1)) for delta in deltas)
+        cross = sum(
+            n_combinations / (deltas[a].shape[-2] * deltas[b].shape[-2]) * (sums[a] * sums[b]).sum(-1)
+            for a in range(len(deltas))
+            for b in range(len(deltas))
+            if a != b
+        )
+        return squares + cross
+    a2 = math.prod((a**2).sum(-2) for a in new)
+    ab = math.prod((a * b).sum(-2) for a, b in zip(new, old, strict=True))
+    b2 = math.prod((b**2).sum(-2) for b in old)
+    return (a2 - 2 * ab + b2).sum(-1).clamp_min(0.0)
+
+
+@dataclass
+class _Restarts:
+    """The state of R restarts trained together: protocentroids (R, h_l, d) per set."""
+
+    protocentroids: list[torch.Tensor]
+    labels: torch.Tensor  # (R, n) flat centroid index of each point
+    inertia: torch.Tensor  # (R,) at the last assignment
+    n_iter: torch.Tensor  # (R,) iterations run
+    history: list[torch.Tensor]  # inertia after each assignment step, (R,) per iteration
+
+
+class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
+    """Khatri-Rao k-means: k centroids aggregated from p small sets of protocentroids.
+
+    Parameters
+    ----------
+    n_clusters : int ≥ 2, the number of centroids k (ignored when ``h`` is given).
+    n_sets : int ≥ 1, the number of protocentroid sets p (the paper's default 2; 1 is k-means).
+    h : sequence of ints ≥ 1 or None; the set sizes (h1, …, hp), giving Πh centroids. None: from
+        ``n_clusters`` and ``n_sets`` by :func:`protocentroid_sizes`.
+    aggregator : ``"sum"`` or ``"product"`` (⊕ in eq. 5).
+    init : ``"random"`` (each protocentroid a random data point, Algorithm 1), ``"k-means++"``
+        (§6: Σh − p + 1 centroids sampled by k-means++ D² weighting, each protocentroid solved so
+        that one centroid equals a sampled point), or a sequence of p arrays (h_l, d) (one restart).
+    n_init : int ≥ 1, restarts (batched); the one with least inertia is kept. The paper: 20.
+    max_iter : int ≥ 1, iterations per restart (the paper: 200).
+    tol : float ≥ 0, stop a restart when its centroids' squared movement is below it (1e-4).
+    memory_efficient : bool. False materialises the k centroids once per iteration (the paper's
+        time-efficient implementation); True builds them block by block inside the assignment,
+        O((n + Σh)·d) memory (Algorithm 1). Both give the same result.
+    random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
+    device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
+
+    Attributes
+    ----------
+    protocentroids_ : list of p arrays (h_l, d) of the kept restart.
+    labels_, inertia_ (its objective, eq. 1 with the aggregated centroids), n_iter_,
+    inertia_history_ (inertia after each assignment step), restart_inertias_, sizes_ (h),
+    n_params_ (stored numbers: Σh·d), cluster_centers_ (the k centroids, built on access).
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        n_sets: int = 2,
+        h: Sequence[int] | None = None,
+        aggregator: str = "sum",
+        init="random",
+        n_init: int = 20,
+        max_iter: int = 200,
+        tol: float = 1e-4,
+        memory_efficient: bool = False,
+        random_state: int | None = None,
+        device: str = "auto",
+    ):
+        self.n_clusters = n_clusters
+        self.n_sets = n_sets
+        self.h = h
+        self.aggregator = aggregator
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.memory_efficient = memory_efficient
+        self.random_state = random_state
+        self.device = device
+
+    # ------------------------------------------------------------------ public API
+
+    def fit(self, X, y=None):
+        self._check_hyperparameters()
+        X = check_array(X, dtype=[np.float64, np.float32])
+        self.n_features_in_ = X.shape[1]
+        self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
+        if self.n_centroids_ > len(X):
+            raise ValueError(f"{self.n_centroids_} centroids need at least as many points, got {len(X)}")
+        self.device_ = resolve_device(self.device)
+        points = torch.as_tensor(X, device=self.device_)
+        explicit = not isinstance(self.init, str)
+        self.restart_seeds_ = restart_seeds(self.random_state, 1 if explicit else self.n_init)
+        generators = [torch.Generator(device=self.device_).manual_seed(s) for s in self.restart_seeds_]
+        start = self._explicit_init(points) if explicit else self._initial(points, generators)
+        state = self._lloyd(points, start, generators)
+        kept = int(torch.argmin(state.inertia))
+        self.restart_inertias_ = state.inertia.cpu().numpy()
+        self.protocentroids_ = [theta[kept].cpu().numpy() for theta in state.protocentroids]
+        self.labels_ = state.labels[kept].cpu().numpy()
+        self.inertia_ = float(state.inertia[kept])
+        self.n_iter_ = int(state.n_iter[kept])
+        self.inertia_history_ = np.array([float(step[kept]) for step in state.history[: self.n_iter_ + 1]])
+        self.n_params_ = sum(self.sizes_) * self.n_features_in_
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """The nearest of the k aggregated centroids for each row of ``X``."""
+        check_is_fitted(self, "protocentroids_")
+        X = check_array(X, dtype=[np.float64, np.float32])
+        points = torch.as_tensor(X, device=self.device_)
+        protocentroids = [
+            torch.as_tensor(t, device=self.device_, dtype=points.dtype)[None] for t in self.protocentroids_
+        ]
+        labels, _ = assign(
+            points,
+            (points**2).sum(1),
+            protocentroids,
+            self.aggregator,
+            self.n_centroids_,
+            self.memory_efficient,
+        )
+        return labels[0].cpu().numpy()
+
+    @property
+    def cluster_centers_(self) -> np.ndarray:
+        """The k centroids (k, d), aggregated from ``protocentroids_`` when asked for."""
+        check_is_fitted(self, "protocentroids_")
+        centroids = aggregate([torch.as_tensor(t) for t in self.protocentroids_], self.aggregator)
+        return centroids[: self.n_centroids_].numpy()
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_hyperparameters(self) -> None:
+        check_hyperparameters(
+            self,
+            [
+                *LAYOUT_CHECKS,
+                (
+                    "init",
+                    lambda v: not isinstance(v, str) or v in INITS,
+                    f"one of {', '.join(INITS)} or arrays",
+                ),
+                ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
+                ("memory_efficient", lambda v: isinstance(v, bool), "true or false"),
+                ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+            ],
+        )
+
+    # ------------------------------------------------------------------ initialisation
+
+    def _explicit_init(self, points: torch.Tensor) -> list[torch.Tensor]:
+        given = [torch.as_tensor(np.asarray(t), dtype=points.dtype, device=points.device) for t in self.init]
+        expected = [(size, points.shape[1]) for size in self.sizes_]
+        if [tuple(t.shape) for t in given] != expected:
+            raise ValueError(
+                f"init arrays must have shapes {expected}, got {[tuple(t.shape) for t in given]}"
+            )
+        return [t[None].clone() for t in given]
+
+    def _initial(self, points: torch.Tensor, generators: list[torch.Generator]) -> list[torch.Tensor]:
+        """(R, h_l, d) per set: random data points, or the k-means++ construction of §6."""
+        n = len(points)
+        if self.init == "random":
+            per_restart = [
+                [points[torch.randint(n, (size,), generator=g, device=points.device)] for size in self.sizes_]
+                for g in generators
+            ]
+        else:
+            per_restart = [self._kmeans_plusplus(points, g) for g in generators]
+        return [
+            torch.stack([sets[set_index] for sets in per_restart]) for set_index in range(len(self.sizes_))
+        ]
+
+    def _kmeans_plusplus(self, points: torch.Tensor, generator: torch.Generator) -> list[torch.Tensor]:
+        """§6's seeding: sample centroids far apart and solve protocentroids that reproduce them.
+
+        The anchor centroid (0, …, 0) is a uniformly drawn point x₀: θ¹₀ = x₀ and the other sets'
+        anchors are the aggregator's identity (0 for sum, 1 for product). Every further
+        protocentroid θˡ_j (j ≥ 1) is solved so that the centroid (0, …, j, …, 0) equals a point
+        drawn with probability ∝ its squared distance to the points drawn so far (k-means++):
+        θˡ_j = x − Σ_(m≠l) θᵐ₀ or x ⊘ Π_(m≠l) θᵐ₀. That samples Σh − p + 1 centroids; the product's
+        divisor is x₀, whose near-zero coordinates are floored (``DIVISOR_FLOOR``).
+        """
+        n = len(points)
+        identity = 0.0 if self.aggregator == "sum" else 1.0
+        first = points[torch.randint(n, (1,), generator=generator, device=points.device)][0]
+        sets = [
+            torch.full((size, points.shape[1]), identity, dtype=points.dtype, device=points.device)
+            for size in self.sizes_
+        ]
+        sets[0][0] = first
+        nearest = ((points - first) ** 2).sum(1)
+        floor = DIVISOR_FLOOR * points.abs().mean()
+        for set_index, size in enumerate(self.sizes_):
+            anchors = [sets[m][0] for m in range(len(sets)) if m != set_index]
+            for j in range(1, size):
+                weights = nearest if float(nearest.sum()) > 0 else torch.ones_like(nearest)
+                x = points[torch.multinomial(weights, 1, generator=generator)][0]
+                if self.aggregator == "sum":
+                    sets[set_index][j] = x - sum(anchors)
+                else:
+                    divisor = math.prod(anchors) if anchors else torch.ones_like(x)
+                    sign = torch.where(divisor < 0, -1.0, 1.0).to(x.dtype)
+                    sets[set_index][j] = x / (sign * divisor.abs().clamp_min(floor))
+                nearest = torch.minimum(nearest, ((points - x) ** 2).sum(1))
+        return sets
+
+    # ------------------------------------------------------------------ Lloyd-style iterations
+
+    def _lloyd(self, points: torch.Tensor, start: list[torch.Tensor], generators) -> _Restarts:
+        """Algorithm 1 for R restarts at once; a restart stops updating once it has converged."""
+        norms = (points**2).sum(1)
+        protocentroids = start
+        restarts = start[0].shape[0]
+        active = torch.ones(restarts, dtype=torch.bool, device=points.device)
+        n_iter = torch.zeros(restarts, dtype=torch.long, device=points.device)
+        history = []
+        for _ in range(self.max_iter):
+            labels, distances = assign(
+                points, norms, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
+            )
+            history.append(distances.sum(1))
+            updated = update_protocentroids(
+                points, labels, protocentroids, self.aggregator, generators, active
+            )
+            moved = centroid_movement(updated, protocentroids, self.aggregator)
+            protocentroids = [
+                torch.where(active[:, None, None], new, old)
+                for new, old in zip(updated, protocentroids, strict=True)
+            ]
+            n_iter += active
+            active &= moved >= self.tol
+            if not active.any():
+                break
+        labels, distances = assign(
+            points, norms, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
+        )
+        history.append(distances.sum(1))
+        return _Restarts(protocentroids, labels, distances.sum(1), n_iter, history)
+
+
+def assign(points, norms, protocentroids, aggregator, n_centroids, memory_efficient=False):
+    """Nearest of the first ``n_centroids`` centroids for every point and restart.
+
+    ``points`` (n, d) with ``norms`` = ‖x‖² (n,); ``protocentroids`` p tensors (R, h_l, d).
+    Returns labels (R, n) and squared distances (R, n). Distances by the GEMM identity
+    ‖x‖² − 2x·μ + ‖μ‖², in row chunks so that no temporary exceeds ``CHUNK_ELEMENTS`` per
+    restart; the running minimum keeps the first nearest centroid.
+    """
+    restarts, n = protocentroids[0].shape[0], len(points)
+    best = torch.full((restarts, n), math.inf, dtype=points.dtype, device=points.device)
+    labels = torch.zeros((restarts, n), dtype=torch.long, device=points.device)
+    for start, centroids in _centroid_blocks(protocentroids, aggregator, n_centroids, memory_efficient):
+        squared = (centroids**2).sum(-1)[:, None, :]
+        rows = max(1, CHUNK_ELEMENTS // (restarts * centroids.shape[1]))
+        for lo in range(0, n, rows):
+            chunk = points[lo : lo + rows].expand(restarts, -1, -1)
+            distances = torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2)
+            distances += norms[lo : lo + rows, None]
+            value, index = distances.min(-1)
+            closer = value < best[:, lo : lo + rows]
+            best[:, lo : lo + rows] = torch.where(closer, value, best[:, lo : lo + rows])
+            labels[:, lo : lo + rows] = torch.where(closer, index + start, labels[:, lo : lo + rows])
+    return labels, best.clamp_min(0.0)
+
+
+def _centroid_blocks(protocentroids, aggregator, n_centroids, memory_efficient):
+    """(first centroid index, centroids (R, b, d)) blocks covering the first ``n_centroids``.
+
+    Time-efficient: all at once. Memory-efficient: whole runs of the last set, about
+    ``BLOCK_CENTROIDS`` centroids per block, built from the protocentroids on the fly.
+    """
+    if not memory_efficient:
+        yield 0, aggregate(protocentroids, aggregator)[:, :n_centroids]
+        return
+    last = protocentroids[-1].shape[1]
+    prefixes = -(-n_centroids // last)
+    per_block = max(1, BLOCK_CENTROIDS // last)
+    for first in range(0, prefixes, per_block):
+        heads = _prefixes(protocentroids[:-1], first, min(prefixes, first + per_block), aggregator)
+        last_set = protocentroids[-1][:, None]
+        block = last_set if heads is None else _combine(heads[:, :, None], last_set, aggregator)
+        start = first * last
+        yield start, block.flatten(1, 2)[:, : n_centroids - start]
+
+
+def _prefixes(sets, first: int, stop: int, aggregator) -> torch.Tensor | None:
+    """(R, stop − first, d): aggregations of ``sets`` (the first p − 1) at prefix indices first..stop − 1."""
+    if not sets:
+        return None
+    index = torch.arange(first, stop, device=sets[0].device)
+    combined = None
+    for theta in reversed(sets):
+        part = theta[:, index % theta.shape[1]]
+        index = index // theta.shape[1]
+        combined = part if combined is None else _combine(combined, part, aggregator)
+    return combined
+
+
+def update_protocentroids(
+    points, labels, protocentroids, aggregator, generators, active
+) -> list[torch.Tensor]:
+    """Proposition 6.1 for each set in turn, given the other sets' latest values (Algorithm 1, l. 16–19).
+
+    Sum: θˡ_j = mean of (x − Σ_(m≠l) θᵐ_jm) over the points whose l-th index is j.
+    Product: θˡ_j = Σ x ⊙ y / Σ y ⊙ y coordinatewise, y = ⊙_(m≠l) θᵐ_jm.
+    ``points`` (n, d), ``labels`` (R, n) flat centroid indices, ``protocentroids`` p tensors
+    (R, h_l, d); an empty protocentroid of an ``active`` restart becomes a data point drawn with
+    that restart's generator.
+    """
+    restarts, n = labels.shape
+    d = points.shape[1]
+    sizes = [theta.shape[1] for theta in protocentroids]
+    indices = _unravel(labels, sizes)
+    current = list(protocentroids)
+    rows = max(1, CHUNK_ELEMENTS // (restarts * d))
+    for set_index, size in enumerate(sizes):
+        numerator = torch.zeros((restarts * size, d), dtype=points.dtype, device=points.device)
+        denominator = torch.zeros_like(numerator)
+        flat = indices[set_index] + torch.arange(restarts, device=points.device)[:, None] * size
+        for lo in range(0, n, rows):
+            chunk = points[lo : lo + rows].expand(restarts, -1, -1)
+            others = _others(current, indices, set_index, slice(lo, lo + rows), aggregator)
+            target = flat[:, lo : lo + rows].reshape(-1)
+            if aggregator == "sum":
+                numerator.index_add_(0, target, (chunk if others is None else chunk - others).reshape(-1, d))
+            else:
+                factor = torch.ones_like(chunk) if others is None else others
+                numerator.index_add_(0, target, (chunk * factor).reshape(-1, d))
+                denominator.index_add_(0, target, (factor * factor).reshape(-1, d))
+        counts = torch.bincount(flat.reshape(-1), minlength=restarts * size).reshape(restarts, size)
+        numerator = numerator.reshape(restarts, size, d)
+        if aggregator == "sum":
+            new = numerator / counts.clamp_min(1)[..., None]
+        else:
+            denominator = denominator.reshape(restarts, size, d)
+            tiny = torch.finfo(points.dtype).tiny
+            new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
+        current[set_index] = _reseed_empty(new, counts, points, generators, active)
+    return current
+
+
+def _others(current, indices, set_index, rows: slice, aggregator) -> torch.Tensor | None:
+    """(R, rows, d): the aggregation of every set but ``l`` at the points' index tuples."""
+    combined = None
+    for m, theta in enumerate(current):
+        if m == set_index:
+            continue
+        gathered = torch.gather(theta, 1, indices[m][:, rows, None].expand(-1, -1, theta.shape[2]))
+        combined = gathered if combined is None else _combine(combined, gathered, aggregator)
+    return combined
+
+
+def _reseed_empty(new, counts, points, generators, active) -> torch.Tensor:
+    """An active restart's protocentroid with no points becomes a random data point."""
+    empty = (counts == 0) & active[:, None]
+    if not empty.any():
+        return new
+    new = new.clone()
+    for r, j in empty.nonzero().tolist():
+        draw = torch.randint(len(points), (1,), generator=generators[r], device=points.device)
+        new[r, j] = points[draw[0]]
+    return new
+
+
+def _unravel(labels: torch.Tensor, sizes: list[int]) -> list[torch.Tensor]:
+    """Flat centroid indices → the index j_l of each set (row-major)."""
+    indices = []
+    rest = labels
+    for size in reversed(sizes):
+        indices.append(rest % size)
+        rest = rest // size
+    return indices[::-1]

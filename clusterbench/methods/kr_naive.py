@@ -1,0 +1,162 @@
+"""Naive two-phase Khatri-Rao clustering (Ciaperoni et al., §5 and Appendix B).
+
+Phase 1 runs k-means (scikit-learn, random initialisation) with k = h1·…·hp centroids. Phase 2
+fits protocentroids to those centroids by alternating least squares: each set in turn takes the
+closed form that minimises Σ_(j1..jp) ‖μ_(j1..jp) − θ¹_j1 ⊕ … ⊕ θᵖ_jp‖² given the others (eq. 8 for
+the product; the mean of μ − Σ others for the sum), starting from N(0, 1) protocentroids, until
+that reconstruction error is below ``als_tol`` (1e-4) or after ``als_max_iter`` (5000) sweeps.
+Every point is then assigned to the nearest reconstructed centroid. The paper runs it with the
+product aggregator; the k-means phase is where the structure is lost (§5, "Limitations").
+
+The least-squares sweep is :func:`~clusterbench.methods.kr_kmeans.update_protocentroids` with the
+k centroids as the points, each assigned to its own index tuple.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.cluster import KMeans
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from clusterbench.methods.kr_kmeans import (
+    LAYOUT_CHECKS,
+    aggregate,
+    assign,
+    centroid_layout,
+    update_protocentroids,
+)
+from clusterbench.validation import (
+    DEVICES,
+    check_hyperparameters,
+    is_int,
+    is_real,
+    resolve_device,
+    resolve_seed,
+)
+
+
+class KhatriRaoNaive(ClusterMixin, BaseEstimator):
+    """k-means with h1·…·hp centroids, then alternating least squares to p protocentroid sets.
+
+    Parameters
+    ----------
+    n_clusters, n_sets, h, aggregator : as :class:`~clusterbench.methods.KhatriRaoKMeans`
+        (``aggregator`` defaults to the paper's ``"product"``).
+    n_init, max_iter : the k-means phase (scikit-learn ``KMeans(init="random")``).
+    als_max_iter, als_tol : the least-squares phase (the authors' 5000 and 1e-4).
+    random_state : int or None; seeds both phases.
+    device : ``"auto"``, ``"cpu"`` or ``"cuda"`` (the least-squares phase and the assignment).
+
+    Attributes
+    ----------
+    protocentroids_, labels_, inertia_ (eq. 1 with the reconstructed centroids), n_params_ (Σh·d),
+    sizes_, kmeans_inertia_ (phase 1), reconstruction_error_ (phase 2), als_iter_,
+    cluster_centers_ (the reconstructed centroids).
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        n_sets: int = 2,
+        h: Sequence[int] | None = None,
+        aggregator: str = "product",
+        n_init: int = 20,
+        max_iter: int = 300,
+        als_max_iter: int = 5000,
+        als_tol: float = 1e-4,
+        random_state: int | None = None,
+        device: str = "auto",
+    ):
+        self.n_clusters = n_clusters
+        self.n_sets = n_sets
+        self.h = h
+        self.aggregator = aggregator
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.als_max_iter = als_max_iter
+        self.als_tol = als_tol
+        self.random_state = random_state
+        self.device = device
+
+    def fit(self, X, y=None):
+        check_hyperparameters(
+            self,
+            [
+                *LAYOUT_CHECKS,
+                ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                ("als_max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                ("als_tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
+                ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+            ],
+        )
+        X = check_array(X, dtype=[np.float64, np.float32])
+        self.n_features_in_ = X.shape[1]
+        self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
+        seed = resolve_seed(self.random_state)
+        kmeans = KMeans(
+            self.n_centroids_,
+            init="random",
+            n_init=self.n_init,
+            max_iter=self.max_iter,
+            random_state=seed % 2**32,
+        ).fit(X)
+        self.kmeans_inertia_ = float(kmeans.inertia_)
+        self.device_ = resolve_device(self.device)
+        points = torch.as_tensor(X, device=self.device_)
+        centroids = torch.as_tensor(kmeans.cluster_centers_, dtype=points.dtype, device=self.device_)
+        protocentroids = self._least_squares(centroids, seed)
+        labels, distances = assign(
+            points, (points**2).sum(1), protocentroids, self.aggregator, self.n_centroids_
+        )
+        self.protocentroids_ = [theta[0].cpu().numpy() for theta in protocentroids]
+        self.labels_ = labels[0].cpu().numpy()
+        self.inertia_ = float(distances.sum())
+        self.n_params_ = sum(self.sizes_) * self.n_features_in_
+        return self
+
+    def _least_squares(self, centroids: torch.Tensor, seed: int) -> list[torch.Tensor]:
+        """Alternating closed-form updates of the protocentroids towards the k-means centroids."""
+        generator = torch.Generator(device=centroids.device).manual_seed(seed)
+        protocentroids = [
+            torch.randn(
+                (1, size, centroids.shape[1]),
+                generator=generator,
+                dtype=centroids.dtype,
+                device=centroids.device,
+            )
+            for size in self.sizes_
+        ]
+        own_tuple = torch.arange(len(centroids), device=centroids.device)[None]
+        active = torch.ones(1, dtype=torch.bool, device=centroids.device)
+        self.als_iter_ = 0
+        for _ in range(self.als_max_iter):
+            protocentroids = update_protocentroids(
+                centroids, own_tuple, protocentroids, self.aggregator, [generator], active
+            )
+            self.als_iter_ += 1
+            error = ((aggregate(protocentroids, self.aggregator)[0, : len(centroids)] - centroids) ** 2).sum()
+            if error < self.als_tol:
+                break
+        self.reconstruction_error_ = float(error)
+        return protocentroids
+
+    def predict(self, X) -> np.ndarray:
+        """The nearest reconstructed centroid for each row of ``X``."""
+        check_is_fitted(self, "protocentroids_")
+        points = torch.as_tensor(check_array(X, dtype=[np.float64, np.float32]), device=self.device_)
+        protocentroids = [
+            torch.as_tensor(t, dtype=points.dtype, device=self.device_)[None] for t in self.protocentroids_
+        ]
+        labels, _ = assign(points, (points**2).sum(1), protocentroids, self.aggregator, self.n_centroids_)
+        return labels[0].cpu().numpy()
+
+    @property
+    def cluster_centers_(self) -> np.ndarray:
+        check_is_fitted(self, "protocentroids_")
+        centroids = aggregate([torch.as_tensor(t) for t in self.protocentroids_], self.aggregator)
+        return centroids[: self.n_centroids_].numpy()

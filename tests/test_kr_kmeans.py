@@ -1,0 +1,242 @@
+"""Khatri-Rao k-means and the naive two-phase baseline (Ciaperoni et al.)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score
+
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import KhatriRaoKMeans, KhatriRaoNaive
+from clusterbench.methods.kr_kmeans import (
+    aggregate,
+    centroid_movement,
+    protocentroid_budget,
+    protocentroid_sizes,
+    update_protocentroids,
+)
+from clusterbench.validation import restart_seeds
+
+AGGREGATORS = ("sum", "product")
+
+
+def planted(aggregator: str, sizes=(2, 3), d=4, per_cluster=40, noise=0.05, seed=0):
+    """Points around centroids that truly are θ¹_i ⊕ θ²_j; labels are the row-major tuples."""
+    rng = np.random.default_rng(seed)
+    if aggregator == "sum":
+        sets = [rng.normal(scale=3.0, size=(h, d)) for h in sizes]
+    else:
+        sets = [rng.uniform(1.0, 3.0, size=(h, d)) * rng.choice([-1, 1], size=(h, d)) for h in sizes]
+    centroids = aggregate([torch.as_tensor(s) for s in sets], aggregator).numpy()
+    y = np.repeat(np.arange(len(centroids)), per_cluster)
+    return centroids[y] + noise * rng.standard_normal((len(y), d)), y, sets
+
+
+def objective(points, labels, sets, aggregator):
+    centroids = aggregate([torch.as_tensor(s) for s in sets], aggregator).numpy()
+    return float(((points - centroids[labels]) ** 2).sum())
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+@pytest.mark.parametrize("which", [0, 1])
+def test_closed_form_update_is_the_exact_minimiser(aggregator, which):
+    # Fixed assignments to all 3 x 2 centroids; set `which` updated given the other (Prop. 6.1)
+    # must reach the minimum a numerical optimiser finds over that set.
+    rng = np.random.default_rng(1)
+    points = rng.normal(size=(60, 3))
+    labels = rng.permutation(np.arange(60) % 6)
+    sets = [rng.normal(size=(3, 3)), rng.normal(size=(2, 3))]
+    generator = [torch.Generator().manual_seed(0)]
+    active = torch.ones(1, dtype=torch.bool)
+    updated = update_protocentroids(
+        torch.as_tensor(points),
+        torch.as_tensor(labels)[None],
+        [torch.as_tensor(s)[None] for s in sets],
+        aggregator,
+        generator,
+        active,
+    )
+    closed = [t[0].numpy() for t in updated]
+    # set 0 is updated given the old set 1; set 1 given the new set 0 (Algorithm 1, l. 16-19)
+    fixed = [sets[0], sets[1]] if which == 0 else [closed[0], sets[1]]
+    shape = sets[which].shape
+
+    def loss(flat):
+        trial = list(fixed)
+        trial[which] = flat.reshape(shape)
+        return objective(points, labels, trial, aggregator)
+
+    numeric = minimize(loss, rng.normal(size=sets[which].size), method="BFGS", options={"gtol": 1e-10})
+    assert loss(closed[which].ravel()) == pytest.approx(numeric.fun, rel=1e-9, abs=1e-9)
+    np.testing.assert_allclose(closed[which].ravel(), numeric.x, atol=1e-5)
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_inertia_never_increases(aggregator, memory_efficient):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 5))
+    for seed in range(4):
+        model = KhatriRaoKMeans(
+            n_clusters=12,
+            aggregator=aggregator,
+            n_init=1,
+            max_iter=60,
+            tol=0.0,
+            memory_efficient=memory_efficient,
+            random_state=seed,
+            device="cpu",
+        ).fit(X)
+        steps = np.diff(model.inertia_history_)
+        assert len(model.inertia_history_) > 5
+        assert (steps <= 1e-9 * model.inertia_history_[0]).all(), steps.max()
+        assert model.inertia_ == pytest.approx(model.inertia_history_[-1])
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_one_set_is_lloyds_kmeans(aggregator):
+    X, _, _ = planted("sum", sizes=(2, 2), noise=1.0, seed=3)
+    start = X[[0, 50, 100, 150]]
+    ours = KhatriRaoKMeans(
+        n_sets=1, n_clusters=4, aggregator=aggregator, init=[start], max_iter=100, tol=0.0, device="cpu"
+    ).fit(X)
+    lloyd = KMeans(4, init=start, n_init=1, max_iter=100, tol=0.0, algorithm="lloyd").fit(X)
+    np.testing.assert_array_equal(ours.labels_, lloyd.labels_)
+    np.testing.assert_allclose(ours.cluster_centers_, lloyd.cluster_centers_, atol=1e-10)
+    assert ours.inertia_ == pytest.approx(lloyd.inertia_, rel=1e-10)
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_recovers_a_planted_khatri_rao_structure(aggregator):
+    # Khatri-Rao k-means is prone to local minima (§6, "Limitations"): on these data 3-15% of the
+    # random restarts find the planted solution, so 100 restarts are asked for.
+    X, y, sets = planted(aggregator)
+    model = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, n_init=100, random_state=0, device="cpu").fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    truth = objective(X, y, sets, aggregator)
+    assert model.inertia_ <= truth  # the planted protocentroids are one feasible solution
+    assert model.inertia_ == pytest.approx(truth, rel=0.05)
+    assert model.n_params_ == 5 * X.shape[1]
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+@pytest.mark.parametrize("n_sets, n_clusters", [(2, 12), (3, 8), (2, 7)])
+def test_memory_efficient_mode_gives_the_same_fit(aggregator, n_sets, n_clusters, monkeypatch):
+    # Small blocks so that the memory-efficient path really builds several centroid blocks.
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.BLOCK_CENTROIDS", 3)
+    X = np.random.default_rng(4).normal(size=(200, 6))
+    settings = dict(n_clusters=n_clusters, n_sets=n_sets, aggregator=aggregator, n_init=3, random_state=7)
+    fast = KhatriRaoKMeans(**settings, device="cpu").fit(X)
+    lean = KhatriRaoKMeans(**settings, memory_efficient=True, device="cpu").fit(X)
+    np.testing.assert_array_equal(fast.labels_, lean.labels_)
+    assert fast.inertia_ == pytest.approx(lean.inertia_, rel=1e-12)
+    np.testing.assert_array_equal(fast.predict(X[:20]), lean.predict(X[:20]))
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_batched_restarts_equal_the_same_restarts_one_at_a_time(aggregator):
+    X = np.random.default_rng(5).normal(size=(150, 4))
+    settings = dict(n_clusters=6, aggregator=aggregator, device="cpu")
+    batched = KhatriRaoKMeans(**settings, n_init=4, random_state=11).fit(X)
+    seeds = restart_seeds(11, 4)
+    singles = [KhatriRaoKMeans(**settings, n_init=1, random_state=seed).fit(X) for seed in seeds]
+    np.testing.assert_allclose(batched.restart_inertias_, [s.inertia_ for s in singles], rtol=1e-12)
+    kept = singles[int(np.argmin([s.inertia_ for s in singles]))]
+    np.testing.assert_array_equal(batched.labels_, kept.labels_)
+    assert batched.n_iter_ == kept.n_iter_
+
+
+def test_same_seed_same_labels_and_restarts_differ():
+    X = np.random.default_rng(6).normal(size=(120, 3))
+    settings = dict(n_clusters=6, aggregator="product", n_init=5, device="cpu")
+    a = KhatriRaoKMeans(**settings, random_state=3).fit(X)
+    b = KhatriRaoKMeans(**settings, random_state=3).fit(X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert len(set(np.round(a.restart_inertias_, 8))) > 1
+
+
+@pytest.mark.parametrize(
+    "k, n_sets, sizes",
+    [(40, 2, (5, 8)), (100, 2, (10, 10)), (15, 2, (3, 5)), (9, 2, (3, 3)), (8, 3, (2, 2, 2)), (6, 1, (6,))],
+)
+def test_set_sizes_are_the_closest_factors(k, n_sets, sizes):
+    assert protocentroid_sizes(k, n_sets) == sizes
+
+
+@pytest.mark.parametrize("k, sizes", [(7, (2, 4)), (13, (3, 5)), (2, (2, 2)), (3, (2, 2))])
+def test_a_prime_k_uses_the_first_k_of_the_fewest_vectors(k, sizes):
+    assert protocentroid_sizes(k) == sizes
+    assert protocentroid_budget(k) == sum(sizes)
+    X = np.random.default_rng(7).normal(size=(90, 3))
+    model = KhatriRaoKMeans(n_clusters=k, n_init=3, random_state=0, device="cpu").fit(X)
+    assert model.labels_.max() < k and len(model.cluster_centers_) == k
+    assert model.n_params_ == sum(sizes) * 3
+
+
+def test_movement_in_closed_form_equals_the_materialised_centroids():
+    rng = torch.Generator().manual_seed(0)
+    new = [torch.randn(2, h, 4, generator=rng, dtype=torch.float64) for h in (3, 2, 4)]
+    old = [torch.randn(2, h, 4, generator=rng, dtype=torch.float64) for h in (3, 2, 4)]
+    for aggregator in AGGREGATORS:
+        direct = ((aggregate(new, aggregator) - aggregate(old, aggregator)) ** 2).sum((1, 2))
+        torch.testing.assert_close(centroid_movement(new, old, aggregator), direct)
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator):
+    X, _, _ = planted(aggregator)
+    model = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, init="k-means++")
+    points = torch.as_tensor(X)
+    model.sizes_ = (2, 3)
+    sets = model._kmeans_plusplus(points, torch.Generator().manual_seed(0))
+    centroids = aggregate([s[None] for s in sets], aggregator)[0].numpy()
+    # the anchor and the first protocentroid of each run reproduce data points exactly
+    for index in (0, 1, 2, 3):  # (0,0), (0,1), (0,2), (1,0)
+        assert np.isclose(X, centroids[index], atol=1e-9).all(axis=1).any()
+    fitted = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, init="k-means++", n_init=10, random_state=0)
+    fitted.fit(X)
+    assert np.isfinite(fitted.inertia_)
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_naive_least_squares_factorises_structured_centroids(aggregator):
+    # Phase 2 alone: centroids that have the structure, in row-major tuple order, are recovered.
+    _, _, sets = planted(aggregator)
+    centroids = aggregate([torch.as_tensor(s) for s in sets], aggregator)
+    naive = KhatriRaoNaive(h=[2, 3], aggregator=aggregator, als_tol=1e-10)
+    naive.sizes_ = (2, 3)
+    fitted = naive._least_squares(centroids, seed=0)
+    assert naive.reconstruction_error_ < 1e-9
+    torch.testing.assert_close(aggregate(fitted, aggregator)[0], centroids)
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_naive_two_phase_reports_its_own_structured_fit(aggregator):
+    # k-means numbers its centroids arbitrarily, so the pairing into index tuples (and with it the
+    # factorisation) is the k-means order's, as in the authors' code: what the paper calls the
+    # naive approach destroying the first phase's accuracy. The estimator's numbers must be those
+    # of the protocentroids it reports.
+    X, _, _ = planted(aggregator, noise=0.01)
+    naive = KhatriRaoNaive(h=[2, 3], aggregator=aggregator, n_init=20, random_state=0, device="cpu").fit(X)
+    assert naive.inertia_ == pytest.approx(objective(X, naive.labels_, naive.protocentroids_, aggregator))
+    assert naive.inertia_ >= naive.kmeans_inertia_ * 0.999
+    np.testing.assert_array_equal(naive.predict(X), naive.labels_)
+    assert naive.n_params_ == 5 * X.shape[1]
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"aggregator": "max"}, "aggregator must be one of sum, product"),
+        ({"n_sets": 0}, "n_sets must be an integer ≥ 1"),
+        ({"h": [3, "a"]}, "h must be null or a list"),
+        ({"init": "farthest"}, "init must be one of random, k-means"),
+        ({"tol": -1.0}, "tol must be a number ≥ 0"),
+    ],
+)
+def test_invalid_hyperparameters_name_the_problem(params, message):
+    with pytest.raises(HyperparameterError, match=message):
+        KhatriRaoKMeans(**params).fit(np.zeros((10, 2)))
