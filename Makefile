@@ -29,7 +29,9 @@ tables:
 	done
 	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS)
 
-# CLAM's figures (Fig. 1, 4, 6, 11, 12, 13) as PNG and PDF in $(RESULTS)/figures, all of them or
-# those in FIGURES (e.g. FIGURES="4 11"); QUICK=1 draws them at the quick scale (under a minute).
+# The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 11, 12, 13; pick
+# with FIGURES="4 11") and Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9"); QUICK=1
+# draws them at the quick scale (a minute or two).
 figures:
 	$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
+	$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures

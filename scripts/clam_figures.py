@@ -4,9 +4,9 @@
     python scripts/clam_figures.py 4 11 12 --quick      # some, at the quick scale
     make figures [QUICK=1]
 
-The scales are ``clusterbench.figures.FULL`` and ``QUICK`` (under a minute: coarser basin grids,
+The scales are ``clusterbench.figures.clam.FULL`` and ``QUICK`` (under a minute: coarser basin grids,
 Fig. 6 on a 2000-image subsample for 10 epochs, short toy fits); each figure's title says the
-scale it was drawn at. The computation and drawing live in ``clusterbench.figures``.
+scale it was drawn at. The computation and drawing live in ``clusterbench.figures.clam``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from clusterbench import figures
+from clusterbench.figures import clam as figures
+from clusterbench.figures import save_figure
 
 FIGURES = ("1", "4", "6", "11", "12", "13")
 
@@ -91,7 +92,7 @@ def main() -> None:
             figure = evolution(scale)
         else:
             figure = toy(number, scale)
-        paths = figures.save_figure(figure, args.out, f"clam_fig{number}")
+        paths = save_figure(figure, args.out, f"clam_fig{number}")
         print(f"Fig. {number}: {time.perf_counter() - start:.0f} s -> {', '.join(map(str, paths))}")
 
 

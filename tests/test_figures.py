@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from clusterbench import figures
+from clusterbench.figures import clam as figures
+from clusterbench.figures import save_figure
 
 matplotlib.use("Agg")
 
@@ -155,9 +156,7 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
     evolution = figures.Evolution({0: np.zeros((3, 784)), 5: np.ones((3, 784))}, 300, 1, 0.0)
     grid = figures.draw_prototype_evolution(evolution, "Fig. 6")
     assert len(grid.axes) == 2 * 3
-    paths = figures.save_figure(drawing, tmp_path / "out", "fig4") + figures.save_figure(
-        grid, tmp_path, "fig6"
-    )
+    paths = save_figure(drawing, tmp_path / "out", "fig4") + save_figure(grid, tmp_path, "fig6")
     assert [path.name for path in paths] == ["fig4.png", "fig4.pdf", "fig6.png", "fig6.pdf"]
     for path in paths:
         magic = b"\x89PNG" if path.suffix == ".png" else b"%PDF"

@@ -52,9 +52,11 @@ AGGREGATORS = ("sum", "product")
 INITS = ("random", "k-means++")
 # Elements of one temporary (distances of a row chunk to a centroid block, or a chunk of the
 # gathered other-set factors): bounds the working memory whatever n and k are.
-CHUNK_ELEMENTS = 1 << 20
-# memory_efficient: centroids are built this many at a time (whole runs of the last set).
-BLOCK_CENTROIDS = 1024
+CHUNK_ELEMENTS = 1 << 22
+# memory_efficient: small temporaries (512 KiB in float64), centroids built about this many at a
+# time (whole runs of the last set): the fit's memory stays near the data's own.
+LEAN_CHUNK_ELEMENTS = 1 << 16
+BLOCK_CENTROIDS = 256
 # k-means++ seeding with the product aggregator divides by the anchor protocentroids; divisor
 # coordinates smaller than this fraction of the data's mean absolute value are raised to it.
 DIVISOR_FLOOR = 0.1
@@ -369,6 +371,9 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ Lloyd-style iterations
 
+    def _chunk_elements(self) -> int:
+        return LEAN_CHUNK_ELEMENTS if self.memory_efficient else CHUNK_ELEMENTS
+
     def _lloyd(self, points: torch.Tensor, start: list[torch.Tensor], generators) -> _Restarts:
         """Algorithm 1 for R restarts at once; a restart stops updating once it has converged."""
         norms = (points**2).sum(1)
@@ -383,7 +388,7 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
             )
             history.append(distances.sum(1))
             updated = update_protocentroids(
-                points, labels, protocentroids, self.aggregator, generators, active
+                points, labels, protocentroids, self.aggregator, generators, active, self._chunk_elements()
             )
             moved = centroid_movement(updated, protocentroids, self.aggregator)
             protocentroids = [
@@ -406,24 +411,24 @@ def assign(points, norms, protocentroids, aggregator, n_centroids, memory_effici
 
     ``points`` (n, d) with ``norms`` = ‖x‖² (n,); ``protocentroids`` p tensors (R, h_l, d).
     Returns labels (R, n) and squared distances (R, n). Distances by the GEMM identity
-    ‖x‖² − 2x·μ + ‖μ‖², in row chunks so that no temporary exceeds ``CHUNK_ELEMENTS`` per
-    restart; the running minimum keeps the first nearest centroid.
+    ‖x‖² − 2x·μ + ‖μ‖², in row chunks so that no temporary exceeds ``CHUNK_ELEMENTS``
+    (``LEAN_CHUNK_ELEMENTS`` when memory-efficient); the running minimum keeps the first nearest centroid.
     """
     restarts, n = protocentroids[0].shape[0], len(points)
     best = torch.full((restarts, n), math.inf, dtype=points.dtype, device=points.device)
     labels = torch.zeros((restarts, n), dtype=torch.long, device=points.device)
     for start, centroids in _centroid_blocks(protocentroids, aggregator, n_centroids, memory_efficient):
         squared = (centroids**2).sum(-1)[:, None, :]
-        rows = max(1, CHUNK_ELEMENTS // (restarts * centroids.shape[1]))
+        budget = LEAN_CHUNK_ELEMENTS if memory_efficient else CHUNK_ELEMENTS
+        rows = max(1, budget // (restarts * centroids.shape[1]))
         for lo in range(0, n, rows):
             chunk = points[lo : lo + rows].expand(restarts, -1, -1)
-            distances = torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2)
-            distances += norms[lo : lo + rows, None]
-            value, index = distances.min(-1)
+            # ‖μ‖² − 2x·μ: the point's own ‖x‖² does not change which centroid is nearest
+            value, index = torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2).min(-1)
             closer = value < best[:, lo : lo + rows]
             best[:, lo : lo + rows] = torch.where(closer, value, best[:, lo : lo + rows])
             labels[:, lo : lo + rows] = torch.where(closer, index + start, labels[:, lo : lo + rows])
-    return labels, best.clamp_min(0.0)
+    return labels, (best + norms).clamp_min(0.0)
 
 
 def _centroid_blocks(protocentroids, aggregator, n_centroids, memory_efficient):
@@ -460,7 +465,7 @@ def _prefixes(sets, first: int, stop: int, aggregator) -> torch.Tensor | None:
 
 
 def update_protocentroids(
-    points, labels, protocentroids, aggregator, generators, active
+    points, labels, protocentroids, aggregator, generators, active, chunk_elements=CHUNK_ELEMENTS
 ) -> list[torch.Tensor]:
     """Proposition 6.1 for each set in turn, given the other sets' latest values (Algorithm 1, l. 16–19).
 
@@ -468,14 +473,14 @@ def update_protocentroids(
     Product: θˡ_j = Σ x ⊙ y / Σ y ⊙ y coordinatewise, y = ⊙_(m≠l) θᵐ_jm.
     ``points`` (n, d), ``labels`` (R, n) flat centroid indices, ``protocentroids`` p tensors
     (R, h_l, d); an empty protocentroid of an ``active`` restart becomes a data point drawn with
-    that restart's generator.
+    that restart's generator. Points are taken ``chunk_elements`` // d at a time.
     """
     restarts, n = labels.shape
     d = points.shape[1]
     sizes = [theta.shape[1] for theta in protocentroids]
     indices = _unravel(labels, sizes)
     current = list(protocentroids)
-    rows = max(1, CHUNK_ELEMENTS // (restarts * d))
+    rows = max(1, chunk_elements // (restarts * d))
     for set_index, size in enumerate(sizes):
         numerator = torch.zeros((restarts * size, d), dtype=points.dtype, device=points.device)
         denominator = torch.zeros_like(numerator)

@@ -1,9 +1,7 @@
 """The figures of CLAM (Saha et al., ICML 2023): what each one shows, computed, then drawn.
 
-Each figure has a function that computes its data (arrays and small dataclasses, no matplotlib)
-and a ``draw_*`` function that turns that data into a :class:`matplotlib.figure.Figure`;
-``save_figure`` writes it as PNG and PDF. Figures are built on ``Figure`` objects, never through
-``pyplot``, so drawing needs no display and leaves no global state.
+Each figure has a function that computes its data and a ``draw_*`` function that draws it
+(see :mod:`clusterbench.figures`).
 
 - Fig. 4, 11, 12 (§3.3, Appendix B.5): basins of attraction of the AM recursion (eq. 4) against
   the Voronoi partition of the same prototypes, for a sweep of β (:func:`basins_of_attraction`).
@@ -23,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -474,13 +471,3 @@ QUICK = Scale(
     {**TOY_CLAM, "epochs": 20, "restarts": 2},
     {"beta": (2.0, 50.0), "lr": (0.1,)},
 )
-
-
-def save_figure(figure: Figure, folder: Path | str, stem: str, dpi: int = 150) -> list[Path]:
-    """Write ``figure`` as ``<stem>.png`` and ``<stem>.pdf`` in ``folder`` (created if needed)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{stem}.png", folder / f"{stem}.pdf"]
-    for path in paths:
-        figure.savefig(path, dpi=dpi)
-    return paths

@@ -1,0 +1,153 @@
+"""Speed and memory of Khatri-Rao k-means against scikit-learn's k-means (issue targets).
+
+Speed: the wall time of one iteration of Khatri-Rao k-means against one Lloyd iteration of
+scikit-learn ``KMeans`` with h1·h2 centroids, on blobs with n = 20000, d = 100, k = 2500
+(h1 = h2 = 50). One iteration's time is the difference of two fits that run a fixed number of
+iterations (tol = 0, one restart, the same initial centroids), divided by the difference in
+iterations, so the set-up and the final assignment cancel.
+
+Memory: peak resident memory of one fit (3 iterations) at k = 10000 (h1 = h2 = 100, n = 20000,
+d = 100), the memory-efficient mode against k-means with h1 + h2 = 200 centroids: each fit runs
+in a fresh process that resets its peak (``/proc/self/clear_refs``) once the data is loaded
+(``clusterbench.figures.khatri_rao.fit_in_fresh_process``), so the number is the fit's own peak
+above the loaded data.
+
+    python scripts/bench_kr.py                       # both, 2 threads, ~3 minutes on 2 cores
+    python scripts/bench_kr.py --threads 1 --quick   # smaller sizes, seconds
+Writes results/benchmarks/kr_speed_cpu.csv and kr_memory_cpu.csv (``--out`` folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def blobs(n: int, d: int, centers: int) -> np.ndarray:
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(n_samples=n, n_features=d, centers=centers, random_state=42)
+    return (X - X.mean(0)) / X.std(0)
+
+
+def khatri_rao(X, h, aggregator, memory_efficient, iterations, start):
+    from clusterbench.methods import KhatriRaoKMeans
+
+    model = KhatriRaoKMeans(
+        h=list(h),
+        aggregator=aggregator,
+        init=start,
+        max_iter=iterations,
+        tol=0.0,
+        memory_efficient=memory_efficient,
+        device="cpu",
+    )
+    return model.fit(X)
+
+
+def lloyd(X, k, iterations, start):
+    from sklearn.cluster import KMeans
+
+    return KMeans(k, init=start, n_init=1, max_iter=iterations, tol=0.0, algorithm="lloyd").fit(X)
+
+
+def per_iteration(fit, low: int, high: int, repeats: int) -> float:
+    """Seconds per iteration from fits capped at ``low`` and ``high`` iterations, best of ``repeats``.
+
+    Divided by the iterations the fits really ran (``n_iter_``): scikit-learn stops early once
+    no label changes.
+    """
+    fit(low)  # warm-up: first calls pay for lazy initialisation
+    best = np.inf
+    for _ in range(repeats):
+        times, counts = [], []
+        for iterations in (low, high):
+            start = time.perf_counter()
+            counts.append(fit(iterations).n_iter_)
+            times.append(time.perf_counter() - start)
+        if counts[1] > counts[0]:
+            best = min(best, (times[1] - times[0]) / (counts[1] - counts[0]))
+    return best
+
+
+def speed(n: int, d: int, side: int, threads: int, repeats: int) -> pd.DataFrame:
+    X = blobs(n, d, side * side)
+    rng = np.random.default_rng(0)
+    protocentroids = [X[rng.choice(n, side, replace=False)] for _ in range(2)]
+    centroids = X[rng.choice(n, side * side, replace=False)]
+    rows = [
+        {
+            "method": "kmeans_sklearn_h1h2",
+            "seconds_per_iteration": per_iteration(
+                lambda it: lloyd(X, side * side, it, centroids), 2, 7, repeats
+            ),
+        }
+    ]
+    for aggregator in ("sum", "product"):
+        for memory_efficient in (False, True):
+            seconds = per_iteration(
+                lambda it, a=aggregator, m=memory_efficient: khatri_rao(
+                    X, (side, side), a, m, it, protocentroids
+                ),
+                2,
+                7,
+                repeats,
+            )
+            mode = "memory_efficient" if memory_efficient else "time_efficient"
+            rows.append({"method": f"kr_kmeans_{aggregator}_{mode}", "seconds_per_iteration": seconds})
+    frame = pd.DataFrame(rows)
+    frame["ratio_to_kmeans"] = frame["seconds_per_iteration"] / frame["seconds_per_iteration"].iloc[0]
+    return frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads)
+
+
+def memory(n: int, d: int, side: int, threads: int) -> pd.DataFrame:
+    from clusterbench.figures.khatri_rao import fit_in_fresh_process
+
+    common = {"n": n, "d": d, "centers": side * side, "k": side * side, "sizes": [side, side]}
+    common |= {"max_iter": 3, "tol": 0.0, "threads": threads, "memory_efficient": True}
+    specs = {
+        "kmeans_sklearn_h1+h2": {"method": "sklearn k-means", "k": 2 * side},
+        "kmeans_sklearn_h1h2": {"method": "sklearn k-means"},
+        "kr_kmeans_sum_memory_efficient": {"method": "KR-k-means-+ (h1+h2)"},
+        "kr_kmeans_product_memory_efficient": {"method": "KR-k-means-× (h1+h2)"},
+        "kr_kmeans_sum_time_efficient": {"method": "KR-k-means-+ (h1+h2)", "memory_efficient": False},
+    }
+    rows = [{"method": name, **fit_in_fresh_process({**common, **spec})} for name, spec in specs.items()]
+    frame = pd.DataFrame(rows).drop(columns=["seconds", "n_iter"])
+    frame["ratio_to_kmeans_h1+h2"] = frame["peak_mib"] / frame["peak_mib"].iloc[0]
+    return frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch and OpenMP threads (default 2)")
+    parser.add_argument("--quick", action="store_true", help="n = 4000, k = 400 / 1600: seconds")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks")
+    args = parser.parse_args()
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(args.threads)
+    n, speed_side, memory_side = (4000, 20, 40) if args.quick else (20000, 50, 100)
+    with threadpool_limits(args.threads):
+        fast = speed(n, 100, speed_side, args.threads, args.repeats)
+    print(fast.to_string(index=False))
+    lean = memory(n, 100, memory_side, args.threads)
+    print(lean.to_string(index=False))
+    if not args.quick:
+        args.out.mkdir(parents=True, exist_ok=True)
+        fast.to_csv(args.out / "kr_speed_cpu.csv", index=False, float_format="%.6g")
+        lean.to_csv(args.out / "kr_memory_cpu.csv", index=False, float_format="%.6g")
+
+
+if __name__ == "__main__":
+    main()

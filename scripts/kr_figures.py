@@ -1,0 +1,72 @@
+"""Draw the figures of Khatri-Rao clustering (Ciaperoni et al.) as PNG and PDF: Fig. 6, 7, 8, 9.
+
+    python scripts/kr_figures.py                  # all, the paper's scale, into results/figures
+    python scripts/kr_figures.py 6 9 --quick      # some, at the quick scale (about a minute)
+    make figures [QUICK=1] [KR_FIGURES="6 9"]
+
+The paper's scale: 20 restarts per fit, the full 5000-point BLOBS and CLASSIFICATION, Fig. 8's
+sweeps up to k = 10000 on 20000 points (the longest part, tens of minutes on 2 cores). Quick:
+3 restarts, 1000-point subsamples, Fig. 8 at a twentieth of its sizes, two per sweep. Each
+title says its scale; the computation and drawing live in ``clusterbench.figures.khatri_rao``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+
+from clusterbench.figures import khatri_rao as figures
+from clusterbench.figures import save_figure
+
+FIGURES = ("6", "7", "8", "9")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "figures", nargs="*", help=f"figure numbers among {', '.join(FIGURES)} (default: all)"
+    )
+    parser.add_argument("--quick", action="store_true", help="small scale: about a minute, for checking")
+    parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
+    parser.add_argument("--threads", type=int, default=1, help="torch and OpenMP threads per fit (default 1)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    n_init, cap, scale = (3, 1000, 0.05) if args.quick else (figures.PAPER_RESTARTS, None, 1.0)
+    label = "quick scale: 3 restarts, 1000-point subsamples" if args.quick else "20 restarts"
+    for number in args.figures or FIGURES:
+        if number not in FIGURES:
+            parser.error(f"no figure {number}; choose among {', '.join(FIGURES)}")
+        start = time.perf_counter()
+        if number == "6":
+            curves = [
+                figures.inertia_by_set_size(n, n_init=n_init, max_samples=cap)
+                for n in ("blobs", "classification")
+            ]
+            figure = figures.draw_set_size_curves(
+                curves, f"Fig. 6: inertia and purity against h1 = h2 ({label})"
+            )
+        elif number == "7":
+            curves = [
+                figures.inertia_by_number_of_sets(n, n_init=n_init, max_samples=cap)
+                for n in ("blobs", "classification")
+            ]
+            figure = figures.draw_set_count_curves(curves, f"Fig. 7: inertia against p, 12 vectors ({label})")
+        elif number == "8":
+            result = figures.scalability(threads=args.threads, scale=scale, points=2 if args.quick else None)
+            what = "quick scale: sizes x 0.05, two per sweep" if args.quick else "paper sizes"
+            figure = figures.draw_scalability(
+                result, f"Fig. 8: one fit on blobs, {args.threads} thread(s) ({what})"
+            )
+        else:
+            result = figures.colour_quantization(n_init=n_init)
+            figure = figures.draw_quantization(result, f"Fig. 9: colour quantization of china.jpg ({label})")
+            print("  inertia:", {name: round(value) for name, value in result.inertia.items()})
+        paths = save_figure(figure, args.out, f"kr_fig{number}")
+        print(f"Fig. {number}: {time.perf_counter() - start:.0f} s -> {', '.join(map(str, paths))}")
+
+
+if __name__ == "__main__":
+    main()

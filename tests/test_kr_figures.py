@@ -1,0 +1,69 @@
+"""Khatri-Rao clustering's figures: the data behind Fig. 6/7 (inertia against h and p), Fig. 8
+(one fit measured in a fresh process) and Fig. 9 (colour quantization), and their drawings."""
+
+from __future__ import annotations
+
+import matplotlib
+import numpy as np
+import pytest
+
+from clusterbench.figures import khatri_rao as figures
+
+matplotlib.use("Agg")
+
+
+def test_more_centroids_lower_inertia_and_khatri_rao_sits_between(one_torch_thread):
+    curves = figures.inertia_by_set_size("blobs", set_sizes=(2, 5), n_init=3, max_samples=1000)
+    assert curves.x == [2, 5] and set(curves.inertia) == set(figures.LINES)
+    inertia = {label: values[1] for label, values in curves.inertia.items()}  # h1 = h2 = 5
+    # 25 free centroids beat 25 structured ones, which beat 10 free ones (Fig. 6's ordering)
+    assert inertia["k-means (h1·h2)"] < inertia["KR-k-means-× (h1+h2)"] < inertia["k-means (h1+h2)"]
+    assert inertia["k-means (h1·h2)"] < inertia["KR-k-means-+ (h1+h2)"] < inertia["k-means (h1+h2)"]
+    for values in curves.purity.values():
+        assert all(0 < v <= 1 for v in values)
+    figure = figures.draw_set_size_curves([curves], "test")
+    assert len(figure.axes) == 2
+
+
+def test_more_sets_represent_more_centroids_for_the_same_budget(one_torch_thread):
+    curves = figures.inertia_by_number_of_sets("blobs", n_init=3, max_samples=1000)
+    assert curves.x == [2, 3, 4]
+    flat = curves.inertia["k-means (h1+h2)"]
+    assert flat == [flat[0]] * 3  # the baselines do not depend on p
+    # 36, 64 and 81 structured centroids from 12 vectors all beat 12 free centroids
+    assert all(v < flat[0] for v in curves.inertia["KR-k-means-+ (h1+h2)"])
+    assert len(figures.draw_set_count_curves([curves, curves], "test").axes) == 2
+
+
+def test_one_fit_in_a_fresh_process_reports_time_memory_and_iterations():
+    spec = {"n": 2000, "d": 50, "k": 16, "centers": 16, "sizes": [4, 4], "method": "KR-k-means-× (h1+h2)"}
+    spec |= {"memory_efficient": True, "max_iter": 5, "tol": 0.0, "threads": 1}
+    measured = figures.fit_in_fresh_process(spec)
+    assert measured["n_iter"] == 5
+    assert measured["seconds"] > 0 and measured["peak_mib"] >= 0
+
+
+def test_colour_quantization_codebooks_and_their_inertia(one_torch_thread):
+    result = figures.colour_quantization(n_init=2)
+    assert result.original.shape == (427, 640, 3)
+    for name, image in result.images.items():
+        assert image.shape == result.original.shape
+        # 12 stored vectors: 12 colours, or 6 x 6 = 36 for the product protocentroids
+        palette = 36 if name.startswith("KR") else 12
+        assert len(np.unique(image.reshape(-1, 3), axis=0)) <= palette, name
+    inertia = result.inertia
+    assert inertia["k-means (12)"] < inertia["random (12 pixels)"]
+    assert inertia["KR-k-means-× (6+6)"] < inertia["random (12 pixels)"]
+    pixels = result.original.reshape(-1, 3)
+    recomputed = ((pixels - result.images["k-means (12)"].reshape(-1, 3)) ** 2).sum()
+    assert inertia["k-means (12)"] == pytest.approx(recomputed)
+    assert len(figures.draw_quantization(result, "test").axes) == 4
+
+
+def test_scalability_sweeps_record_every_method():
+    result = figures.scalability(
+        sweeps={"k": {"values": (64, 100), "fixed": {"n": 400, "d": 8}}}, max_iter=3, points=1
+    )
+    assert result.sweeps == {"k": [64]}
+    assert set(result.seconds["k"]) == set(figures.SCALABILITY_METHODS)
+    assert len(figures.draw_scalability(result, "test").axes) == 2
