@@ -32,6 +32,8 @@ table's: a paper that scored one method's runs under another rule is reproduced 
 
 ``ratio_to: {metric: column}`` reports that metric relative to the named column on the same
 dataset (the Khatri-Rao paper's inertia and parameter ratios to k-means with h1·h2 centroids).
+``extends: <table>`` takes that table's spec and changes only the keys given (e.g. its seeds).
+``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed).
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
 ``not available`` (the reason goes to the CSV) instead of the row silently missing.
 """
@@ -198,6 +200,8 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
         raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(PROTOCOLS)}")
     if kind == "agreement" and results_dir is None:
         raise ValueError("protocol agreement reads the runs' labels: pass results_dir")
+    if spec.get("seeds") is not None:
+        runs = runs[runs["seed"].astype(int).isin(list(spec.seeds))]
     rows = []
     for dataset in spec.rows:
         for metric in spec.metrics:
@@ -371,13 +375,21 @@ def _wl_rows(spec, cells: pd.DataFrame) -> dict:
     return {key: {"ours": ours[key], "paper": paper[key]} for key in ours}
 
 
+def table_spec(name: str) -> DictConfig:
+    """The spec ``conf/table/<name>.yaml``; one with ``extends: <other>`` is merged over that table's."""
+    spec = load_option("table", name)
+    if spec.get("extends"):
+        spec = OmegaConf.merge(table_spec(spec.extends), spec)
+    spec.name = name
+    return spec
+
+
 def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = False) -> TableOutputs | None:
     """Build table ``name`` from the records of ``profile`` into ``<results_dir>/tables/<profile>/``.
 
     Returns None (with ``skip_empty``) when none of the table's experiments has records.
     """
-    spec = load_option("table", name)
-    spec.name = name
+    spec = table_spec(name)
     records = load_records(results_dir, profile, list(spec.experiments))
     if records.empty and skip_empty:
         return None

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import load_option, options
+from clusterbench.catalog import options
 from clusterbench.data import load_dataset
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.metrics import ari, call_metric, nmi, silhouette
 from clusterbench.results import COLUMNS, labels_path, read_labels, read_record, record_path, write_record
 from clusterbench.runner import dataset_config, run_job
-from clusterbench.tables import build_table
+from clusterbench.tables import build_table, table_spec
 from tests.helpers import DATA_FOLDER, Halves, compose_config
 
 
@@ -200,7 +200,7 @@ def test_clam_table10_runs_score_the_inliers_of_the_noisy_toy(tmp_path):
 @pytest.mark.parametrize("name", options("table"))
 def test_every_paper_value_of_a_table_spec_has_its_metric_row_and_column(name):
     """A misspelt key would leave the paper's value out of the table without a word."""
-    spec = load_option("table", name)
+    spec = table_spec(name)
     for metric, by_dataset in spec.paper.items():
         assert metric in spec.metrics, metric
         for dataset, by_column in by_dataset.items():

@@ -42,7 +42,8 @@ def objective(points, labels, sets, aggregator):
 
 @pytest.mark.parametrize("aggregator", AGGREGATORS)
 @pytest.mark.parametrize("which", [0, 1])
-def test_closed_form_update_is_the_exact_minimiser(aggregator, which):
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_closed_form_update_is_the_exact_minimiser(aggregator, which, memory_efficient):
     # Fixed assignments to all 3 x 2 centroids; set `which` updated given the other (Prop. 6.1)
     # must reach the minimum a numerical optimiser finds over that set.
     rng = np.random.default_rng(1)
@@ -58,6 +59,7 @@ def test_closed_form_update_is_the_exact_minimiser(aggregator, which):
         aggregator,
         generator,
         active,
+        memory_efficient,
     )
     closed = [t[0].numpy() for t in updated]
     # set 0 is updated given the old set 1; set 1 given the new set 0 (Algorithm 1, l. 16-19)
@@ -131,8 +133,9 @@ def test_memory_efficient_mode_gives_the_same_fit(aggregator, n_sets, n_clusters
     settings = dict(n_clusters=n_clusters, n_sets=n_sets, aggregator=aggregator, n_init=3, random_state=7)
     fast = KhatriRaoKMeans(**settings, device="cpu").fit(X)
     lean = KhatriRaoKMeans(**settings, memory_efficient=True, device="cpu").fit(X)
+    # the same algorithm, its sums taken per cluster or per point: equal up to rounding
     np.testing.assert_array_equal(fast.labels_, lean.labels_)
-    assert fast.inertia_ == pytest.approx(lean.inertia_, rel=1e-12)
+    assert fast.inertia_ == pytest.approx(lean.inertia_, rel=1e-10)
     np.testing.assert_array_equal(fast.predict(X[:20]), lean.predict(X[:20]))
 
 

@@ -226,3 +226,19 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
     assert cells.loc[("zoo", "n_params", "kr"), "ours"] == pytest.approx(2 / 3)
     assert (cells.loc["ecoli", "status"] == "not available").all()
     assert (cells.loc["ecoli", "selected_params"] == "not in the data folder").all()
+
+
+def test_seeds_restricts_a_table_to_those_runs():
+    table = spec(protocol={"kind": "mean_std"}, seeds=[1])
+    cells = compute_cells(table, runs_of(GRID)).set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "kmeans"), "ours"] == pytest.approx(0.28)  # seed 1's runs: 0.36 and 0.20
+
+
+def test_a_table_that_extends_another_changes_only_its_own_keys():
+    from clusterbench.tables import table_spec
+
+    base, seeds = table_spec("kr_table2"), table_spec("kr_table2_seeds")
+    assert seeds.name == "kr_table2_seeds" and base.name == "kr_table2"
+    assert list(seeds.seeds) == [0, 1, 2, 3, 4] and list(base.seeds) == [42]
+    assert seeds.protocol.kind == "mean_std" and base.protocol.kind == "best"
+    assert seeds.paper == base.paper and seeds.columns == base.columns

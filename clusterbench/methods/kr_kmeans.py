@@ -51,8 +51,9 @@ from clusterbench.validation import (
 AGGREGATORS = ("sum", "product")
 INITS = ("random", "k-means++")
 # Elements of one temporary (distances of a row chunk to a centroid block, or a chunk of the
-# gathered other-set factors): bounds the working memory whatever n and k are.
-CHUNK_ELEMENTS = 1 << 22
+# gathered other-set factors): bounds the working memory whatever n and k are; 8 MiB in float64
+# measured fastest (larger temporaries fall out of cache: 2^22 took 1.8x as long).
+CHUNK_ELEMENTS = 1 << 20
 # memory_efficient: small temporaries (512 KiB in float64), centroids built about this many at a
 # time (whole runs of the last set): the fit's memory stays near the data's own.
 LEAN_CHUNK_ELEMENTS = 1 << 16
@@ -180,7 +181,7 @@ class _Restarts:
     labels: torch.Tensor  # (R, n) flat centroid index of each point
     inertia: torch.Tensor  # (R,) at the last assignment
     n_iter: torch.Tensor  # (R,) iterations run
-    history: list[torch.Tensor]  # inertia after each assignment step, (R,) per iteration
+    history: list[list[float]]  # per restart: the inertia after each of its assignment steps
 
 
 class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
@@ -261,7 +262,7 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
         self.labels_ = state.labels[kept].cpu().numpy()
         self.inertia_ = float(state.inertia[kept])
         self.n_iter_ = int(state.n_iter[kept])
-        self.inertia_history_ = np.array([float(step[kept]) for step in state.history[: self.n_iter_ + 1]])
+        self.inertia_history_ = np.array(state.history[kept])
         self.n_params_ = sum(self.sizes_) * self.n_features_in_
         return self
 
@@ -371,38 +372,47 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ Lloyd-style iterations
 
-    def _chunk_elements(self) -> int:
-        return LEAN_CHUNK_ELEMENTS if self.memory_efficient else CHUNK_ELEMENTS
-
     def _lloyd(self, points: torch.Tensor, start: list[torch.Tensor], generators) -> _Restarts:
-        """Algorithm 1 for R restarts at once; a restart stops updating once it has converged."""
+        """Algorithm 1 for R restarts at once; a restart leaves the batch once it has converged.
+
+        Each iteration computes only the restarts still running, so the batch costs the sum of
+        their iterations, not R times the slowest one's.
+        """
         norms = (points**2).sum(1)
-        protocentroids = start
+        protocentroids = [theta.clone() for theta in start]
         restarts = start[0].shape[0]
         active = torch.ones(restarts, dtype=torch.bool, device=points.device)
         n_iter = torch.zeros(restarts, dtype=torch.long, device=points.device)
-        history = []
+        history = [[] for _ in range(restarts)]
         for _ in range(self.max_iter):
+            running = active.nonzero().squeeze(1)
+            current = [theta[running] for theta in protocentroids]
             labels, distances = assign(
-                points, norms, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
+                points, norms, current, self.aggregator, self.n_centroids_, self.memory_efficient
             )
-            history.append(distances.sum(1))
+            for r, inertia in zip(running.tolist(), distances.sum(1).tolist(), strict=True):
+                history[r].append(inertia)
             updated = update_protocentroids(
-                points, labels, protocentroids, self.aggregator, generators, active, self._chunk_elements()
+                points,
+                labels,
+                current,
+                self.aggregator,
+                [generators[r] for r in running.tolist()],
+                torch.ones(len(running), dtype=torch.bool, device=points.device),
+                self.memory_efficient,
             )
-            moved = centroid_movement(updated, protocentroids, self.aggregator)
-            protocentroids = [
-                torch.where(active[:, None, None], new, old)
-                for new, old in zip(updated, protocentroids, strict=True)
-            ]
-            n_iter += active
-            active &= moved >= self.tol
+            moved = centroid_movement(updated, current, self.aggregator)
+            for theta, new in zip(protocentroids, updated, strict=True):
+                theta[running] = new
+            n_iter[running] += 1
+            active[running] = moved >= self.tol
             if not active.any():
                 break
         labels, distances = assign(
             points, norms, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
         )
-        history.append(distances.sum(1))
+        for r, inertia in enumerate(distances.sum(1).tolist()):
+            history[r].append(inertia)
         return _Restarts(protocentroids, labels, distances.sum(1), n_iter, history)
 
 
@@ -465,7 +475,7 @@ def _prefixes(sets, first: int, stop: int, aggregator) -> torch.Tensor | None:
 
 
 def update_protocentroids(
-    points, labels, protocentroids, aggregator, generators, active, chunk_elements=CHUNK_ELEMENTS
+    points, labels, protocentroids, aggregator, generators, active, memory_efficient=False
 ) -> list[torch.Tensor]:
     """Proposition 6.1 for each set in turn, given the other sets' latest values (Algorithm 1, l. 16–19).
 
@@ -473,38 +483,100 @@ def update_protocentroids(
     Product: θˡ_j = Σ x ⊙ y / Σ y ⊙ y coordinatewise, y = ⊙_(m≠l) θᵐ_jm.
     ``points`` (n, d), ``labels`` (R, n) flat centroid indices, ``protocentroids`` p tensors
     (R, h_l, d); an empty protocentroid of an ``active`` restart becomes a data point drawn with
-    that restart's generator. Points are taken ``chunk_elements`` // d at a time.
+    that restart's generator.
+
+    The sums over points depend on a point only through its cluster, so they are taken once per
+    call over the Πh clusters (sums and counts per cluster, as Lloyd's update; O(Πh·d) memory).
+    ``memory_efficient`` sums over the points instead, in chunks, set by set: O(n·d) work per set
+    but no per-cluster array.
     """
-    restarts, n = labels.shape
-    d = points.shape[1]
     sizes = [theta.shape[1] for theta in protocentroids]
-    indices = _unravel(labels, sizes)
     current = list(protocentroids)
-    rows = max(1, chunk_elements // (restarts * d))
-    for set_index, size in enumerate(sizes):
-        numerator = torch.zeros((restarts * size, d), dtype=points.dtype, device=points.device)
-        denominator = torch.zeros_like(numerator)
-        flat = indices[set_index] + torch.arange(restarts, device=points.device)[:, None] * size
-        for lo in range(0, n, rows):
-            chunk = points[lo : lo + rows].expand(restarts, -1, -1)
-            others = _others(current, indices, set_index, slice(lo, lo + rows), aggregator)
-            target = flat[:, lo : lo + rows].reshape(-1)
-            if aggregator == "sum":
-                numerator.index_add_(0, target, (chunk if others is None else chunk - others).reshape(-1, d))
-            else:
-                factor = torch.ones_like(chunk) if others is None else others
-                numerator.index_add_(0, target, (chunk * factor).reshape(-1, d))
-                denominator.index_add_(0, target, (factor * factor).reshape(-1, d))
-        counts = torch.bincount(flat.reshape(-1), minlength=restarts * size).reshape(restarts, size)
-        numerator = numerator.reshape(restarts, size, d)
+    if memory_efficient:
+        indices = _unravel(labels, sizes)
+    else:
+        cluster_sums, cluster_counts = _cluster_sums(points, labels, sizes)
+    for set_index in range(len(sizes)):
+        if memory_efficient:
+            numerator, denominator, counts = _set_sums_by_point(
+                points, indices, current, set_index, aggregator
+            )
+        else:
+            numerator, denominator, counts = _set_sums_by_cluster(
+                cluster_sums, cluster_counts, current, set_index, aggregator
+            )
         if aggregator == "sum":
             new = numerator / counts.clamp_min(1)[..., None]
         else:
-            denominator = denominator.reshape(restarts, size, d)
             tiny = torch.finfo(points.dtype).tiny
             new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
         current[set_index] = _reseed_empty(new, counts, points, generators, active)
     return current
+
+
+def _cluster_sums(points, labels, sizes) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per restart and cluster: the sum of its points (R, h1, …, hp, d) and their count (R, h1, …, hp)."""
+    restarts, total = labels.shape[0], math.prod(sizes)
+    sums = torch.zeros((restarts, total, points.shape[1]), dtype=points.dtype, device=points.device)
+    for r in range(restarts):
+        sums[r].index_add_(0, labels[r], points)
+    counts = torch.stack([torch.bincount(row, minlength=total) for row in labels]).to(points.dtype)
+    return sums.reshape(restarts, *sizes, -1), counts.reshape(restarts, *sizes)
+
+
+def _set_sums_by_cluster(cluster_sums, cluster_counts, current, set_index, aggregator):
+    """Numerator, denominator (product) and counts of set ``set_index``'s update, from cluster sums.
+
+    Within a cluster the other sets' aggregation y is one vector, so Σ (x − y) = S − N·y and
+    Σ x ⊙ y = S ⊙ y, Σ y ⊙ y = N·y ⊙ y; these are summed over the other sets' indices.
+    """
+    p, restarts = len(current), cluster_counts.shape[0]
+    others = None
+    for m, theta in enumerate(current):
+        if m != set_index:
+            shape = [restarts] + [1] * p + [theta.shape[2]]
+            shape[1 + m] = theta.shape[1]
+            view = theta.reshape(shape)
+            others = view if others is None else _combine(others, view, aggregator)
+    axes = [1 + m for m in range(p) if m != set_index]
+
+    def over_others(tensor):
+        return tensor.sum(axes) if axes else tensor
+
+    counts = cluster_counts[..., None]
+    if aggregator == "sum":
+        residual = cluster_sums if others is None else cluster_sums - counts * others
+        return over_others(residual), None, over_others(cluster_counts)
+    if others is None:
+        return cluster_sums, counts.expand_as(cluster_sums), cluster_counts
+    return (
+        over_others(cluster_sums * others),
+        over_others(counts * others * others),
+        over_others(cluster_counts),
+    )
+
+
+def _set_sums_by_point(points, indices, current, set_index, aggregator):
+    """Numerator, denominator (product) and counts of set ``set_index``'s update, point by point."""
+    restarts, n = indices[0].shape
+    d, size = points.shape[1], current[set_index].shape[1]
+    numerator = torch.zeros((restarts * size, d), dtype=points.dtype, device=points.device)
+    denominator = torch.zeros_like(numerator)
+    flat = indices[set_index] + torch.arange(restarts, device=points.device)[:, None] * size
+    rows = max(1, LEAN_CHUNK_ELEMENTS // (restarts * d))
+    for lo in range(0, n, rows):
+        chunk = points[lo : lo + rows].expand(restarts, -1, -1)
+        others = _others(current, indices, set_index, slice(lo, lo + rows), aggregator)
+        target = flat[:, lo : lo + rows].reshape(-1)
+        if aggregator == "sum":
+            numerator.index_add_(0, target, (chunk if others is None else chunk - others).reshape(-1, d))
+        else:
+            factor = torch.ones_like(chunk) if others is None else others
+            numerator.index_add_(0, target, (chunk * factor).reshape(-1, d))
+            denominator.index_add_(0, target, (factor * factor).reshape(-1, d))
+    counts = torch.bincount(flat.reshape(-1), minlength=restarts * size).reshape(restarts, size)
+    shape = (restarts, size, d)
+    return numerator.reshape(shape), denominator.reshape(shape), counts
 
 
 def _others(current, indices, set_index, rows: slice, aggregator) -> torch.Tensor | None:
