@@ -97,7 +97,8 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
     if "device" in accepted and "device" not in given:
         injected["device"] = resolve_device(device)
     extra = {k: v for k, v in injected.items() if k in accepted and k not in given}
-    return instantiate(method.estimator, **params, **extra)
+    # _convert_: list hyperparameters (e.g. Khatri-Rao set sizes h) arrive as lists, not ListConfig
+    return instantiate(method.estimator, **params, **extra, _convert_="all")
 
 
 def check_n_clusters(estimator, data: Dataset) -> None:

@@ -249,9 +249,12 @@ def _as_ratios(cells: pd.DataFrame, ratio_to: Mapping) -> pd.DataFrame:
     for metric, reference in ratio_to.items():
         rows = cells["metric"] == metric
         base = cells[rows & (cells["column"] == reference)].set_index("dataset")
+        divisors = cells.loc[rows, "dataset"].map(base["ours"])
+        orphaned = rows & cells["ours"].notna() & cells["dataset"].map(base["ours"]).isna()
         for value in ("ours", "ours_std", "ours_best"):
-            divisor = cells.loc[rows, "dataset"].map(base["ours" if value == "ours_std" else value])
+            divisor = divisors if value != "ours_best" else cells.loc[rows, "dataset"].map(base[value])
             cells.loc[rows, value] = cells.loc[rows, value] / divisor
+        cells.loc[orphaned, "status"] = f"no {reference} value"
         cells.loc[rows, "delta"] = cells.loc[rows, "ours"] - cells.loc[rows, "paper"]
     return cells
 

@@ -66,4 +66,5 @@ def test_scalability_sweeps_record_every_method():
     )
     assert result.sweeps == {"k": [64]}
     assert set(result.seconds["k"]) == set(figures.SCALABILITY_METHODS)
-    assert len(figures.draw_scalability(result, "test").axes) == 2
+    assert all(len(values) == 1 for values in result.per_iteration["k"].values())
+    assert len(figures.draw_scalability(result, "test").axes) == 3

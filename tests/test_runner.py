@@ -310,3 +310,14 @@ def test_kmeans_with_the_protocentroid_budget_takes_h1_plus_h2_centroids(tmp_pat
     record = read_record(outcome.path)
     assert json.loads(record["params"].iloc[0])["n_clusters"] == 6
     assert outcome.scores["n_found"] == 6
+
+
+def test_list_hyperparameters_reach_the_estimator_and_the_record_as_lists(tmp_path):
+    require_cached("zoo")
+    cfg = compose_config(
+        tmp_path, "method=kr_kmeans", "method.estimator.h=[3,3]", "dataset=zoo", "profile=smoke"
+    )
+    (outcome,) = run_job(cfg)
+    assert outcome.status == "ok", outcome.error
+    assert json.loads(read_record(outcome.path)["params"].iloc[0])["h"] == [3, 3]
+    assert outcome.scores["n_found"] <= 9

@@ -225,6 +225,11 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
     assert cells.loc[("zoo", "inertia", "kmeans"), "ours"] == 1.0
     assert cells.loc[("zoo", "n_params", "kr"), "ours"] == pytest.approx(2 / 3)
     assert (cells.loc["ecoli", "status"] == "not available").all()
+    # a ratio whose reference run is missing says so rather than showing a number or "ok"
+    lone = compute_cells(table, runs_of(frame(run("zoo", "kr", 0, {}, {"inertia": 12.0, "n_params": 60.0}))))
+    lone = lone.set_index(["dataset", "metric", "column"]).sort_index()
+    assert math.isnan(lone.loc[("zoo", "inertia", "kr"), "ours"])
+    assert lone.loc[("zoo", "inertia", "kr"), "status"] == "no kmeans value"
     assert (cells.loc["ecoli", "selected_params"] == "not in the data folder").all()
 
 

@@ -162,9 +162,17 @@ def fit_in_fresh_process(spec: dict) -> dict:
     """Run one fit described by ``spec`` in a new Python process: seconds, peak MiB, iterations.
 
     The child loads the data and warms up (imports, thread pools), then resets its peak resident
-    size (``/proc/self/clear_refs``), so the peak reported is the fit's own above the data.
+    size (``/proc/self/clear_refs``), so the peak reported is the fit's own above the data. glibc
+    is told to serve every allocation above 64 KiB from fresh pages and hand freed ones back
+    (a fixed mmap threshold): otherwise a fit can reuse memory the data preparation freed, and
+    its peak would not show it.
     """
-    env = {**os.environ, "OMP_NUM_THREADS": str(spec.get("threads", 1))}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(spec.get("threads", 1)),
+        "MALLOC_MMAP_THRESHOLD_": str(64 * 1024),
+        "MALLOC_TRIM_THRESHOLD_": str(64 * 1024),
+    }
     done = subprocess.run(
         [sys.executable, "-m", "clusterbench.figures.khatri_rao", json.dumps(spec)],
         capture_output=True,
@@ -188,19 +196,14 @@ def _model(spec: dict):
     common = {"n_init": 1, "max_iter": spec["max_iter"], "random_state": 0, "device": "cpu"}
     if method == "sklearn k-means":
         return KMeans(spec["k"], init="random", n_init=1, max_iter=spec["max_iter"], random_state=0)
+    lean = {"tol": spec["tol"], "memory_efficient": spec["memory_efficient"], **common}
     if method == "k-means (h1+h2)":
-        return KhatriRaoKMeans(n_sets=1, h=[sum(sizes)], tol=spec["tol"], **common)
+        return KhatriRaoKMeans(n_sets=1, h=[sum(sizes)], **lean)
     if method == "k-means (h1·h2)":
-        return KhatriRaoKMeans(n_sets=1, h=[int(np.prod(sizes))], tol=spec["tol"], **common)
+        return KhatriRaoKMeans(n_sets=1, h=[int(np.prod(sizes))], **lean)
     if method == "naive KR (h1+h2)":
         return KhatriRaoNaive(h=sizes, n_init=1, max_iter=spec["max_iter"], random_state=0, device="cpu")
-    return KhatriRaoKMeans(
-        h=sizes,
-        aggregator=KR_AGGREGATORS[method],
-        memory_efficient=spec["memory_efficient"],
-        tol=spec["tol"],
-        **common,
-    )
+    return KhatriRaoKMeans(h=sizes, aggregator=KR_AGGREGATORS[method], **lean)
 
 
 def _status_kib(key: str) -> int:
@@ -224,15 +227,17 @@ def _fit_here(spec: dict) -> dict:
     model.fit(X)
     seconds = time.perf_counter() - start
     peak = (_status_kib("VmHWM") - before) / 1024
-    return {"seconds": seconds, "peak_mib": peak, "n_iter": int(getattr(model, "n_iter_", 0) or 0)}
+    return {"seconds": seconds, "peak_mib": peak, "n_iter": int(model.n_iter_)}
 
 
 @dataclass
 class Scalability:
-    """Per sweep (n, m, k): the swept values and, per method, seconds and peak MiB per value."""
+    """Per sweep (n, m, k): the swept values and, per method, seconds, seconds per iteration and
+    peak MiB per value (a fit's runtime is mostly how many iterations it takes to converge)."""
 
     sweeps: dict[str, list[int]]
     seconds: dict[str, dict[str, list[float]]]
+    per_iteration: dict[str, dict[str, list[float]]]
     peak_mib: dict[str, dict[str, list[float]]]
 
 
@@ -243,9 +248,9 @@ def scalability(
 
     ``scale`` shrinks n, m and k; ``points`` keeps only the first values of each sweep.
     """
-    result = Scalability({}, {}, {})
+    result = Scalability({}, {}, {}, {})
     for axis, sweep in sweeps.items():
-        result.seconds[axis], result.peak_mib[axis] = {}, {}
+        result.seconds[axis], result.per_iteration[axis], result.peak_mib[axis] = {}, {}, {}
         for value in sweep["values"][:points]:
             shape = {"n": 1000, "d": 100, "k": 100, **sweep["fixed"], SWEPT_KEY[axis]: value}
             shape = {key: max(4, round(size * scale)) for key, size in shape.items()}
@@ -263,20 +268,25 @@ def scalability(
                 }
                 measured = fit_in_fresh_process(spec)
                 result.seconds[axis].setdefault(method, []).append(measured["seconds"])
+                per_iteration = measured["seconds"] / max(1, measured["n_iter"])
+                result.per_iteration[axis].setdefault(method, []).append(per_iteration)
                 result.peak_mib[axis].setdefault(method, []).append(measured["peak_mib"])
     return result
 
 
 def draw_scalability(result: Scalability, title: str) -> Figure:
-    figure = Figure(figsize=(13, 7), layout="constrained")
-    grid = figure.subplots(2, len(result.sweeps), squeeze=False)
+    figure = Figure(figsize=(13, 10), layout="constrained")
+    grid = figure.subplots(3, len(result.sweeps), squeeze=False)
     names = {"n": "data points n", "m": "features m", "k": "centroids k"}
+    rows = (
+        (result.seconds, "runtime (s)"),
+        (result.per_iteration, "seconds per iteration"),
+        (result.peak_mib, "peak memory (MiB)"),
+    )
     for column, axis in enumerate(result.sweeps):
-        x = result.sweeps[axis]
-        _draw_lines(grid[0][column], x, result.seconds[axis])
-        grid[0][column].set(yscale="log", xlabel=names[axis], ylabel="runtime (s)")
-        _draw_lines(grid[1][column], x, result.peak_mib[axis])
-        grid[1][column].set(yscale="log", xlabel=names[axis], ylabel="peak memory (MiB)")
+        for row, (values, label) in enumerate(rows):
+            _draw_lines(grid[row][column], result.sweeps[axis], values[axis])
+            grid[row][column].set(yscale="log", xlabel=names[axis], ylabel=label)
     grid[0][0].legend(fontsize=8)
     figure.suptitle(title)
     return figure

@@ -24,7 +24,9 @@ Where the paper leaves a choice open, and what is done here:
   (the authors' criterion, 1e-4), or ``max_iter`` iterations (200). The movement is computed in
   closed form from the protocentroids, so no centroid is materialised for it.
 - Restarts: ``n_init`` independent initialisations trained as one batched tensor computation
-  (a leading restart dimension); the one with least inertia is kept (§9.1: 20 restarts).
+  (a leading restart dimension; a converged restart leaves the batch); the one with least
+  inertia is kept (§9.1: 20 restarts). Restart r is seeded on its own, so a batch gives what its
+  restarts give one at a time.
 """
 
 from __future__ import annotations
@@ -202,7 +204,8 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
     tol : float ≥ 0, stop a restart when its centroids' squared movement is below it (1e-4).
     memory_efficient : bool. False materialises the k centroids once per iteration (the paper's
         time-efficient implementation); True builds them block by block inside the assignment,
-        O((n + Σh)·d) memory (Algorithm 1). Both give the same result.
+        O((n + Σh)·d) memory (Algorithm 1), and sums its updates point by point rather than
+        cluster by cluster. Both give the same result up to rounding.
     random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
 

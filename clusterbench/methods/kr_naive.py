@@ -54,7 +54,7 @@ class KhatriRaoNaive(ClusterMixin, BaseEstimator):
     Attributes
     ----------
     protocentroids_, labels_, inertia_ (eq. 1 with the reconstructed centroids), n_params_ (Σh·d),
-    sizes_, kmeans_inertia_ (phase 1), reconstruction_error_ (phase 2), als_iter_,
+    sizes_, kmeans_inertia_ and n_iter_ (phase 1), reconstruction_error_ (phase 2), als_iter_,
     cluster_centers_ (the reconstructed centroids).
     """
 
@@ -106,6 +106,7 @@ class KhatriRaoNaive(ClusterMixin, BaseEstimator):
             random_state=seed % 2**32,
         ).fit(X)
         self.kmeans_inertia_ = float(kmeans.inertia_)
+        self.n_iter_ = int(kmeans.n_iter_)
         self.device_ = resolve_device(self.device)
         points = torch.as_tensor(X, device=self.device_)
         centroids = torch.as_tensor(kmeans.cluster_centers_, dtype=points.dtype, device=self.device_)
