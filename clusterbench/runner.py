@@ -115,9 +115,11 @@ def metric_options(spec: DictConfig) -> dict:
     return {k: v for k, v in spec.items() if k != "_target_"}
 
 
-def score(metrics: DictConfig, data: Dataset, estimator, seed: int) -> dict[str, float]:
-    """Every metric of the suite on the fitted ``estimator``'s labels (or, e.g., its own objective)."""
-    labels = np.asarray(estimator.labels_)
+def score(
+    metrics: DictConfig, data: Dataset, labels: np.ndarray, seed: int, estimator=None
+) -> dict[str, float]:
+    """Every metric of the suite on ``labels``; a metric may also read the fitted ``estimator``
+    (e.g. its own objective)."""
     available = {"X": data.X, "y": data.y, "labels": labels, "estimator": estimator, "random_state": seed}
     return {
         name: call_metric(get_method(spec._target_), available, metric_options(spec))
@@ -277,7 +279,7 @@ def _fit_and_score(
                 estimator.fit(data.X)
             seconds = time.perf_counter() - start
             labels = np.asarray(estimator.labels_)
-            scores = score(metrics, data, estimator, seed)
+            scores = score(metrics, data, labels, seed, estimator)
     except FitTimeout as exc:
         return PointResult(params, "timeout", error=str(exc))
     except Exception as exc:

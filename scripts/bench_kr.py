@@ -26,14 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def blobs(n: int, d: int, centers: int) -> np.ndarray:
-    from sklearn.datasets import make_blobs
-
-    X, _ = make_blobs(n_samples=n, n_features=d, centers=centers, random_state=42)
-    return (X - X.mean(0)) / X.std(0)
 
 
 def khatri_rao(X, h, aggregator, memory_efficient, iterations, start):
@@ -77,7 +72,7 @@ def per_iteration(fit, low: int, high: int, repeats: int) -> float:
 
 
 def speed(n: int, d: int, side: int, threads: int, repeats: int) -> pd.DataFrame:
-    X = blobs(n, d, side * side)
+    X = scaled_blobs(n, d, side * side)
     rng = np.random.default_rng(0)
     protocentroids = [X[rng.choice(n, side, replace=False)] for _ in range(2)]
     centroids = X[rng.choice(n, side * side, replace=False)]
@@ -107,8 +102,6 @@ def speed(n: int, d: int, side: int, threads: int, repeats: int) -> pd.DataFrame
 
 
 def memory(n: int, d: int, side: int, threads: int) -> pd.DataFrame:
-    from clusterbench.figures.khatri_rao import fit_in_fresh_process
-
     common = {"n": n, "d": d, "centers": side * side, "k": side * side, "sizes": [side, side]}
     common |= {"max_iter": 3, "tol": 0.0, "threads": threads, "memory_efficient": True}
     specs = {

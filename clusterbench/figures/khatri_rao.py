@@ -29,7 +29,8 @@ from matplotlib.figure import Figure
 from sklearn.cluster import KMeans
 
 from clusterbench.catalog import load_option
-from clusterbench.data import load_dataset
+from clusterbench.data import generators, load_dataset
+from clusterbench.data.preprocess import standardize
 from clusterbench.methods import KhatriRaoKMeans, KhatriRaoNaive
 from clusterbench.methods.kr_kmeans import protocentroid_sizes
 from clusterbench.metrics import purity
@@ -183,11 +184,10 @@ def fit_in_fresh_process(spec: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _blobs(n: int, d: int, centers: int) -> np.ndarray:
-    from sklearn.datasets import make_blobs
-
-    X, _ = make_blobs(n_samples=n, n_features=d, centers=centers, random_state=42)
-    return (X - X.mean(0)) / X.std(0)
+def scaled_blobs(n: int, d: int, centers: int) -> np.ndarray:
+    """Fig. 8's data: BLOBS (:func:`clusterbench.data.generators.blobs`, seed 42) of the given
+    size, z-scored as the paper prepares it."""
+    return standardize(generators.blobs(n_samples=n, n_features=d, centers=centers).X)
 
 
 def _model(spec: dict):
@@ -217,7 +217,7 @@ def _fit_here(spec: dict) -> dict:
     import torch
 
     torch.set_num_threads(spec.get("threads", 1))
-    X = _blobs(spec["n"], spec["d"], spec["centers"])
+    X = scaled_blobs(spec["n"], spec["d"], spec["centers"])
     warm = dict(spec, sizes=[2, 2], k=4, max_iter=1)
     _model(warm).fit(X[:64])
     model = _model(spec)

@@ -414,9 +414,10 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
         labels, distances = assign(
             points, norms, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
         )
-        for r, inertia in enumerate(distances.sum(1).tolist()):
-            history[r].append(inertia)
-        return _Restarts(protocentroids, labels, distances.sum(1), n_iter, history)
+        inertia = distances.sum(1)
+        for r, value in enumerate(inertia.tolist()):
+            history[r].append(value)
+        return _Restarts(protocentroids, labels, inertia, n_iter, history)
 
 
 def assign(points, norms, protocentroids, aggregator, n_centroids, memory_efficient=False):
@@ -469,11 +470,10 @@ def _prefixes(sets, first: int, stop: int, aggregator) -> torch.Tensor | None:
     if not sets:
         return None
     index = torch.arange(first, stop, device=sets[0].device)
-    combined = None
-    for theta in reversed(sets):
-        part = theta[:, index % theta.shape[1]]
-        index = index // theta.shape[1]
-        combined = part if combined is None else _combine(combined, part, aggregator)
+    parts = _unravel(index, [theta.shape[1] for theta in sets])
+    combined = sets[0][:, parts[0]]
+    for theta, part in zip(sets[1:], parts[1:], strict=True):
+        combined = _combine(combined, theta[:, part], aggregator)
     return combined
 
 
@@ -606,7 +606,7 @@ def _reseed_empty(new, counts, points, generators, active) -> torch.Tensor:
 
 
 def _unravel(labels: torch.Tensor, sizes: list[int]) -> list[torch.Tensor]:
-    """Flat centroid indices → the index j_l of each set (row-major)."""
+    """Flat centroid indices (any shape) → the index j_l of each set (row-major)."""
     indices = []
     rest = labels
     for size in reversed(sizes):
