@@ -174,6 +174,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
 
     ``report`` (optional) is called with each point's result as soon as it is known.
     """
+    seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
+    if seeds is not None and int(cfg.seed) not in seeds:
+        return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
     dataset_cfg = dataset_config(cfg)
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
     if cfg.device not in DEVICES:

@@ -20,13 +20,13 @@ Writes results/benchmarks/kr_speed_cpu.csv and kr_memory_cpu.csv (``--out`` fold
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
+from clusterbench.timing import seconds_per_iteration
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,25 +52,6 @@ def lloyd(X, k, iterations, start):
     return KMeans(k, init=start, n_init=1, max_iter=iterations, tol=0.0, algorithm="lloyd").fit(X)
 
 
-def per_iteration(fit, low: int, high: int, repeats: int) -> float:
-    """Seconds per iteration from fits capped at ``low`` and ``high`` iterations, best of ``repeats``.
-
-    Divided by the iterations the fits really ran (``n_iter_``): scikit-learn stops early once
-    no label changes.
-    """
-    fit(low)  # warm-up: first calls pay for lazy initialisation
-    best = np.inf
-    for _ in range(repeats):
-        times, counts = [], []
-        for iterations in (low, high):
-            start = time.perf_counter()
-            counts.append(fit(iterations).n_iter_)
-            times.append(time.perf_counter() - start)
-        if counts[1] > counts[0]:
-            best = min(best, (times[1] - times[0]) / (counts[1] - counts[0]))
-    return best
-
-
 def speed(n: int, d: int, side: int, threads: int, repeats: int) -> pd.DataFrame:
     X = scaled_blobs(n, d, side * side)
     rng = np.random.default_rng(0)
@@ -79,14 +60,14 @@ def speed(n: int, d: int, side: int, threads: int, repeats: int) -> pd.DataFrame
     rows = [
         {
             "method": "kmeans_sklearn_h1h2",
-            "seconds_per_iteration": per_iteration(
+            "seconds_per_iteration": seconds_per_iteration(
                 lambda it: lloyd(X, side * side, it, centroids), 2, 7, repeats
             ),
         }
     ]
     for aggregator in ("sum", "product"):
         for memory_efficient in (False, True):
-            seconds = per_iteration(
+            seconds = seconds_per_iteration(
                 lambda it, a=aggregator, m=memory_efficient: khatri_rao(
                     X, (side, side), a, m, it, protocentroids
                 ),

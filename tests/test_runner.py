@@ -321,3 +321,11 @@ def test_list_hyperparameters_reach_the_estimator_and_the_record_as_lists(tmp_pa
     assert outcome.status == "ok", outcome.error
     assert json.loads(read_record(outcome.path)["params"].iloc[0])["h"] == [3, 3]
     assert outcome.scores["n_found"] <= 9
+
+
+def test_method_seeds_run_a_method_at_the_listed_seeds_only(tmp_path, kmeans_fits):
+    # An experiment sweeps seeds 0-99 for k-means-C′; DBSCAN ignores the seed and runs once.
+    assert run_job(iris(tmp_path, "seed=3", "+method_seeds.kmeans=[0]")) == []
+    assert kmeans_fits == [] and record_files(tmp_path) == []
+    outcomes = run_job(iris(tmp_path, "seed=0", "+method_seeds.kmeans=[0]", "+method_seeds.dbscan=[0]"))
+    assert [o.status for o in outcomes] == ["ok"] and len(record_files(tmp_path)) == 1

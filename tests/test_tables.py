@@ -247,3 +247,78 @@ def test_a_table_that_extends_another_changes_only_its_own_keys():
     assert list(seeds.seeds) == [0, 1, 2, 3, 4] and list(base.seeds) == [42]
     assert seeds.protocol.kind == "mean_std" and base.protocol.kind == "best"
     assert seeds.paper == base.paper and seeds.columns == base.columns
+
+
+def test_mean_best_ranks_by_a_sum_of_metrics_and_per_metric_modes():
+    # k-means-C′ Table S1: φ's best is its least value; purity and NMI come from the run with
+    # the highest purity + NMI, which need not hold the best NMI.
+    records = frame(
+        run("zoo", "kmeans", 0, {}, {"phi": 5.0, "purity": 0.90, "nmi": 0.95}),
+        run("zoo", "kmeans", 1, {}, {"phi": 3.0, "purity": 0.99, "nmi": 0.90}),
+        run("zoo", "kmeans", 2, {}, {"phi": 4.0, "purity": 0.80, "nmi": 0.96}),
+    )
+    protocol = OmegaConf.create(
+        {
+            "kind": "mean_best",
+            "by": {"purity": ["purity", "nmi"], "nmi": ["purity", "nmi"]},
+            "mode": {"phi": "min"},
+        }
+    )
+    runs = runs_of(records)
+    assert select(runs, protocol, "phi")["ours_best"] == 3.0
+    assert select(runs, protocol, "nmi")["ours_best"] == 0.90  # the run with purity + NMI 1.89
+    chosen = select(runs, protocol, "purity")
+    assert chosen["ours"] == pytest.approx(2.69 / 3) and chosen["ours_best"] == 0.99
+
+
+def test_column_params_filter_and_mean_best_pairs_beside_the_paper():
+    records = frame(
+        run("zoo", "kcp", 0, {"c_prime": 1}, {"sc": 0.2}),
+        run("zoo", "kcp", 0, {"c_prime": 2}, {"sc": 0.6}),
+        run("zoo", "kcp", 1, {"c_prime": 1}, {"sc": 0.4}),
+        run("zoo", "kcp", 1, {"c_prime": 2}, {"sc": 0.8}),
+        run("zoo", "dbscan", 0, {"eps": 0.5}, {"sc": 0.1}),
+        run("zoo", "dbscan", 0, {"eps": 1.0}, {"sc": 0.3}),
+    )
+    table = spec(
+        protocol={"kind": "mean_best", "by": "sc"},
+        rows={"zoo": "Zoo"},
+        columns={
+            "one": {"label": "C′ = 1", "method": "kcp", "params": {"c_prime": 1}},
+            "two": {"label": "C′ = 2", "method": "kcp", "params": {"c_prime": 2}},
+            "db": {"label": "DBSCAN", "method": "dbscan", "protocol": {"kind": "best", "by": ["sc"]}},
+        },
+        gain=None,
+        win_loss=[],
+        paper={"sc": {"zoo": {"one": [0.25, 0.45], "db": [0.3, 0.3]}}},
+    )
+    cells = compute_cells(table, runs_of(records)).set_index("column")
+    assert cells.loc["one", ["ours", "ours_best"]].tolist() == pytest.approx([0.3, 0.4])
+    assert cells.loc["two", ["ours", "ours_best"]].tolist() == pytest.approx([0.7, 0.8])
+    assert cells.loc["db", ["ours", "ours_best"]].tolist() == pytest.approx([0.3, 0.3])  # its one tuned run
+    assert cells.loc["one", ["paper", "paper_best", "delta", "delta_best"]].tolist() == pytest.approx(
+        [0.25, 0.45, 0.05, -0.05]
+    )
+    from clusterbench.tables import render
+
+    shown = render(table, compute_cells(table, runs_of(records)), latex=False).iloc[0]
+    assert shown["C′ = 1 (ours)"] == "0.300 / 0.400" and shown["C′ = 1 (paper)"] == "0.250 / 0.450"
+
+
+def test_committed_paper_records_reproduce_table_s1():
+    """Issue 5's bar: on BIRCH 5x5 grid the mean ℒ of k-means and of k-means-C′ (C′ = 2) over 100
+    runs is within 0.05 of Table S1, and on BIRCH random k-means-C′'s best ℒ beats k-means'."""
+    from clusterbench.tables import table_spec
+
+    records = load_records(REPO / "results", "paper", ["kcprime_tableS1"])
+    if records.empty:
+        pytest.skip("no committed paper records")
+    cells = compute_cells(table_spec("kcprime_tableS1"), runs_of(records)).set_index(
+        ["dataset", "metric", "column"]
+    )
+    grid = cells.loc["birch_grid", "log_likelihood"]
+    assert grid.loc["kmeans", "n_runs"] == grid.loc["kcprime", "n_runs"] == 100
+    assert abs(grid.loc["kmeans", "ours"] - (-6.127)) <= 0.05
+    assert abs(grid.loc["kcprime", "ours"] - (-6.117)) <= 0.05
+    random = cells.loc["birch_random", "log_likelihood"]
+    assert random.loc["kcprime", "ours_best"] > random.loc["kmeans", "ours_best"]
