@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PROFILE ?= smoke
 # The experiments whose records feed the tables of the methods implemented so far.
-EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2
+EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2 kcprime_tableS1
 RESULTS ?= results
 # Tests and CI read the datasets from ../shared/datasets when it exists and nothing else is set.
 export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))
@@ -30,8 +30,9 @@ tables:
 	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS)
 
 # The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 11, 12, 13; pick
-# with FIGURES="4 11") and Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9"); QUICK=1
-# draws them at the quick scale (a minute or two).
+# with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
+# k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2"); QUICK=1 draws them at the quick scale.
 figures:
 	$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
 	$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
+	$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+from scipy.special import logsumexp
 from sklearn import metrics as skm
 from sklearn.metrics.cluster import contingency_matrix
 
@@ -73,6 +74,11 @@ def objective(estimator) -> float:
     return float(getattr(estimator, "inertia_", math.nan))
 
 
+def free_energy(estimator) -> float:
+    """The fitted model's own free energy ``free_energy_`` (k-means-C′ eq. 7), else NaN."""
+    return float(getattr(estimator, "free_energy_", math.nan))
+
+
 def n_params(estimator) -> float:
     """Numbers the model stores to summarise the data: ``n_params_`` if it says, else the size of
     ``cluster_centers_`` (k·d for k-means; Khatri-Rao k-means stores Σh·d)."""
@@ -80,6 +86,44 @@ def n_params(estimator) -> float:
         return float(estimator.n_params_)
     centers = getattr(estimator, "cluster_centers_", None)
     return math.nan if centers is None else float(np.asarray(centers).size)
+
+
+def _centres_and_distances(X: np.ndarray, estimator) -> tuple[np.ndarray, np.ndarray] | None:
+    """The model's ``cluster_centers_`` and the squared distances (n, C) of X to them, or None."""
+    centres = getattr(estimator, "cluster_centers_", None)
+    if centres is None:
+        return None
+    centres = np.asarray(centres, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    distances = (X**2).sum(1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(1)[None, :]
+    return centres, np.maximum(distances, 0.0)
+
+
+def quantization_error(X: np.ndarray, estimator) -> float:
+    """φ of Lücke & Forster eq. 1: Σₙ ‖yₙ − μ_c‖² to the nearest of the model's centres (NaN
+    for a model without centres, e.g. DBSCAN)."""
+    found = _centres_and_distances(X, estimator)
+    return math.nan if found is None else float(found[1].min(1).sum())
+
+
+def gmm_log_likelihood(X: np.ndarray, estimator) -> float:
+    """ℒ of Lücke & Forster eq. 3: the mean log-density of X under the isotropic, equal-prior GMM
+    with the model's centres and variance.
+
+    σ² is the model's ``sigma2_`` when it has one (k-means-C′, lazy-k-means, isotropic GMM),
+    else eq. 12: the mean squared distance to the nearest centre over D, as the paper scores
+    k-means. NaN for a model without centres.
+    """
+    found = _centres_and_distances(X, estimator)
+    if found is None:
+        return math.nan
+    centres, distances = found
+    n_features = np.asarray(X).shape[1]
+    sigma2 = getattr(estimator, "sigma2_", None)
+    if sigma2 is None:
+        sigma2 = distances.min(1).mean() / n_features
+    log_joint = -distances / (2.0 * sigma2) - 0.5 * n_features * math.log(2 * math.pi * sigma2)
+    return float(logsumexp(log_joint, axis=1).mean() - math.log(len(centres)))
 
 
 def n_found(labels: np.ndarray) -> float:

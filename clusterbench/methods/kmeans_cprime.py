@@ -1,0 +1,480 @@
+"""k-means-C′: truncated variational EM for isotropic Gaussian mixtures (Lücke & Forster,
+"k-means as a variational EM approximation of Gaussian mixture models").
+
+The model (eq. 2): C clusters with equal priors 1/C and one shared isotropic variance σ². Each
+iteration of Algorithm 3 is
+
+- a truncated variational E-step: K⁽ⁿ⁾ = the C′ centres nearest to point n, which maximises the
+  free energy (eq. 7) over the sets (Corollary 1), and the truncated responsibilities q (eq. 5);
+- an M-step (eq. 6): μ_c = Σₙ q_c⁽ⁿ⁾ y⁽ⁿ⁾ / Σₙ q_c⁽ⁿ⁾ and σ² = (1/DN) Σ q ‖y − μ_new‖².
+
+C′ = 1 moves the centres exactly as Lloyd's k-means (Proposition 2); C′ = C is EM for the GMM
+(Algorithm 2), here :class:`IsotropicGMM`. Lazy-k-means (eq. 19) is the same iteration with a
+partial E-step: :class:`clusterbench.methods.lazy_kmeans.LazyKMeans`.
+
+``history_`` holds, per iteration t (t = 0 is the seeding, t ≥ 1 after t M-steps), for the
+parameters Θ_t: the free energy F(K_t, Θ_t) (eq. 7; at t = 0 F(K_1, Θ_0), the best sets for the
+seeds), the GMM log-likelihood ℒ(Θ_t) (eq. 3), the quantization error φ (eq. 1, each point to its
+nearest centre) and σ²_t. For hard assignments (C′ = 1 and lazy-k-means) also eq. 13,
+−log C − (D/2) log(2πeσ²), and the bound of eq. 17 computed from the k-means objective J of the
+assignments; the three agree up to rounding. The sequence of free energies never decreases:
+F(K_t, Θ_t) ≤ F(K_t+1, Θ_t) (E-step, Prop. 1) ≤ F(K_t+1, Θ_t+1) (M-step). All of them are
+computed in log space with the maximum shifted out (log-sum-exp), so far-apart clusters give
+finite values, never −inf or NaN.
+
+Where the paper leaves a choice open, and what is done here:
+
+- Initial σ²: the mean squared distance of the points to their nearest seed, divided by D (σ² of
+  eq. 12 for the seeds), so F(K_1, Θ_0) equals eq. 13 at the start.
+- Seeding: k-means++ (the paper's choice) in scikit-learn's greedy form, 2 + ⌊ln C⌋ D²-drawn
+  candidates per centre (``n_local_trials``), or C distinct random points, or given centres.
+  The greedy form reproduces Table S1's means (BIRCH grid, 100 runs: mean ℒ −6.104 for k-means
+  against the paper's −6.127); Arthur & Vassilvitskii's plain D² sampling (``n_local_trials=1``)
+  leaves far more runs in poor optima (mean ℒ −6.361).
+- A cluster that receives no responsibility keeps its centre (the M-step for it is undetermined).
+- σ² is floored at 1e-10 of the data's mean per-dimension variance: a degenerate fit (every
+  point on a centre) keeps finite free energies.
+- Stopping: after iteration t when F(K_t, Θ_t) − F(K_t−1, Θ_t−1) ≤ ``tol`` (nats per point), or
+  after ``max_iter`` M-steps. The labels are the E-step's at the final parameters: the nearest
+  centre, which holds the largest responsibility.
+- The data are centred (their mean subtracted) inside ``fit``, as scikit-learn's KMeans does:
+  squared distances by ‖y‖² − 2y·μ + ‖μ‖² and σ² by Σ‖y‖² − Σ_c ‖S_c‖²/W_c then lose less to
+  cancellation. Computation is in float64.
+- Restarts (``n_init``) run as one batched tensor computation, one pass over the data per
+  iteration in chunks of points; a converged restart leaves the batch. The restart
+  with the highest final free energy is kept (the objective the algorithm increases).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from clusterbench.validation import (
+    DEVICES,
+    check_hyperparameters,
+    is_int,
+    is_real,
+    resolve_device,
+    restart_seeds,
+)
+
+INITS = ("k-means++", "random")
+# Points are processed in chunks of about this many (restarts × clusters × points) scores, at
+# least MIN_CHUNK_POINTS points: the chunk's temporaries stay in cache (2 MiB in float64).
+CHUNK_ELEMENTS = 1 << 18
+MIN_CHUNK_POINTS = 256
+SIGMA2_FLOOR = 1e-10
+HISTORY_KEYS = ("free_energy", "log_likelihood", "quantization_error", "sigma2")
+HARD_HISTORY_KEYS = ("free_energy_eq13", "bound_eq17")
+
+
+def affinities(points: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
+    """y·μ_c − ‖μ_c‖²/2 = (‖y‖² − ‖y − μ_c‖²)/2 for points (m, D) and centres (R, C, D): (R, C, m).
+
+    Everything the iteration needs is a function of it: the nearest centre is its arg max, and
+    log p(c, y | Θ) = log_normaliser + (a_c − ‖y‖²/2)/σ². Clusters along dim 1 keep the
+    reductions over c contiguous per point, which torch vectorises.
+    """
+    return torch.matmul(centres, points.T).sub_(0.5 * (centres * centres).sum(-1, keepdim=True))
+
+
+def log_normaliser(n_clusters: int, n_features: int, sigma2: torch.Tensor) -> torch.Tensor:
+    """log((1/C)(2πσ²)^(−D/2)), the data-independent part of log p(c, y | Θ) (eq. 9)."""
+    return -math.log(n_clusters) - 0.5 * n_features * (math.log(2 * math.pi) + torch.log(sigma2))
+
+
+def entropy_limit(n_clusters: int, n_features: int, sigma2: torch.Tensor) -> torch.Tensor:
+    """−log C − (D/2) log(2πeσ²): eq. 13, the k-means free energy after a σ² update."""
+    return -math.log(n_clusters) - 0.5 * n_features * torch.log(2 * math.pi * math.e * sigma2)
+
+
+@dataclass
+class _Fits:
+    """R restarts after training: centres (R, C, D), σ² (R,), labels (R, n), per-restart history."""
+
+    centres: torch.Tensor
+    sigma2: torch.Tensor
+    labels: torch.Tensor
+    n_iter: torch.Tensor
+    history: list[dict[str, list[float]]]
+
+
+class _TruncatedEM(ClusterMixin, BaseEstimator):
+    """Algorithm 3 with the E-step left to subclasses (:meth:`_e_step`); see the module docstring."""
+
+    def _truncation(self) -> int:
+        """C′, the number of clusters each point holds after the E-step."""
+        return 1
+
+    @property
+    def hard(self) -> bool:
+        """Whether each point holds one cluster (C′ = 1, lazy-k-means): eq. 13 and 17 then apply."""
+        return self._truncation() == 1
+
+    def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
+        """(K, labels): the new sets (R, C′, m), or None for all C clusters, and the labels (R, m).
+
+        ``scores``: :func:`affinities` divided by σ² (R, C, m); ``nearest``: their arg max over
+        clusters (R, m); ``held``: the sets of the previous E-step, or None at the seeding;
+        ``norms``: ‖y‖² (m,); ``sigma2``: σ² (R,). A squared distance is ‖y‖² − 2σ²·score.
+        """
+        raise NotImplementedError
+
+    def _extra_checks(self) -> list:
+        return []
+
+    # ------------------------------------------------------------------ public API
+
+    def fit(self, X, y=None):
+        self._check_hyperparameters()
+        X = check_array(X, dtype=[np.float64, np.float32])
+        n, n_features = X.shape
+        if not self.n_clusters <= n:
+            raise ValueError(f"n_clusters={self.n_clusters} needs at least as many points, got {n}")
+        self.n_features_in_ = n_features
+        self.device_ = resolve_device(self.device)
+        points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
+        offset = points.mean(0)
+        points = points - offset
+        norms = torch.linalg.vector_norm(points, dim=1).square_()
+        floor = SIGMA2_FLOOR * max(float(norms.mean()) / n_features, torch.finfo(torch.float64).tiny)
+        explicit = not isinstance(self.init, str)
+        self.restart_seeds_ = restart_seeds(self.random_state, 1 if explicit else self.n_init)
+        if explicit:
+            centres = self._explicit_init(points, offset)
+        else:
+            centres = torch.stack([self._seed(points, norms, seed) for seed in self.restart_seeds_])
+        fit = self._train(points, norms, centres, floor)
+        final_free = np.array([h["free_energy"][-1] for h in fit.history])
+        kept = int(np.argmax(final_free))
+        self.restart_free_energies_ = final_free
+        self.cluster_centers_ = (fit.centres[kept] + offset).cpu().numpy()
+        self.sigma2_ = float(fit.sigma2[kept])
+        self.labels_ = fit.labels[kept].cpu().numpy()
+        self.n_iter_ = int(fit.n_iter[kept])
+        self.history_ = {key: np.array(values) for key, values in fit.history[kept].items()}
+        self.free_energy_ = float(self.history_["free_energy"][-1])
+        self.log_likelihood_ = float(self.history_["log_likelihood"][-1])
+        self.quantization_error_ = float(self.history_["quantization_error"][-1])
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """The nearest centre of each row of ``X`` (the cluster with the largest responsibility)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = check_array(X, dtype=[np.float64, np.float32])
+        points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
+        centres = torch.as_tensor(self.cluster_centers_, device=self.device_)[None]
+        return affinities(points, centres)[0].argmax(0).cpu().numpy()
+
+    # ------------------------------------------------------------------ checks and seeding
+
+    def _check_hyperparameters(self) -> None:
+        check_hyperparameters(
+            self,
+            [
+                ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                *self._extra_checks(),
+                (
+                    "init",
+                    lambda v: not isinstance(v, str) or v in INITS,
+                    f"one of {', '.join(INITS)} or an array (n_clusters, n_features)",
+                ),
+                ("n_local_trials", lambda v: v is None or (is_int(v) and v >= 1), "null or an integer ≥ 1"),
+                ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+                ("max_iter", lambda v: is_int(v) and v >= 0, "an integer ≥ 0"),
+                ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
+                ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+            ],
+        )
+
+    def _explicit_init(self, points: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        centres = torch.as_tensor(np.asarray(self.init), dtype=points.dtype, device=points.device)
+        expected = (self.n_clusters, points.shape[1])
+        if tuple(centres.shape) != expected:
+            raise ValueError(f"init must have shape {expected}, got {tuple(centres.shape)}")
+        return (centres - offset)[None]
+
+    def _seed(self, points: torch.Tensor, norms: torch.Tensor, seed: int) -> torch.Tensor:
+        """C initial centres for one restart: greedy k-means++, or C distinct random points.
+
+        k-means++ as scikit-learn implements it: the first centre a uniformly drawn point, each
+        further one the best (least potential Σ min ‖y − μ‖²) of ``n_local_trials`` points drawn
+        with probability ∝ squared distance to the centres so far; 1 trial is the plain D²
+        sampling of Arthur & Vassilvitskii.
+        """
+        generator = torch.Generator(device=points.device).manual_seed(seed)
+        n = len(points)
+        if self.init == "random":
+            return points[torch.randperm(n, generator=generator, device=points.device)[: self.n_clusters]]
+        trials = self.n_local_trials or 2 + int(math.log(self.n_clusters))
+        chosen = [int(torch.randint(n, (1,), generator=generator, device=points.device))]
+        nearest = (norms - 2 * affinities(points, points[chosen][None])[0, 0]).clamp_min(0.0)
+        for _ in range(self.n_clusters - 1):
+            if float(nearest.sum()) > 0:
+                candidates = torch.multinomial(nearest, trials, replacement=True, generator=generator)
+            else:  # every point sits on a chosen centre: any point will do
+                candidates = torch.randint(n, (trials,), generator=generator, device=points.device)
+            distances = (norms - 2 * affinities(points, points[candidates][None])[0]).clamp_min(0.0)
+            reduced = torch.minimum(nearest, distances)  # (trials, n)
+            best = int(reduced.sum(1).argmin())
+            chosen.append(int(candidates[best]))
+            nearest = reduced[best]
+        return points[chosen]
+
+    # ------------------------------------------------------------------ iterations
+
+    def _train(self, points: torch.Tensor, norms: torch.Tensor, centres: torch.Tensor, floor: float) -> _Fits:
+        """Algorithm 3 for R restarts at once; a restart leaves the batch once it has converged.
+
+        One pass over the data per iteration, chunk by chunk (the chunk's scores stay in cache):
+        the scores a/σ² with a = y·μ − ‖μ‖²/2 (R, C, m) give the statistics of the current
+        parameters Θ_t (history), the E-step's sets and labels, and the M-step's Σ q and Σ q y.
+        """
+        n, n_features = points.shape
+        n_clusters, restarts = self.n_clusters, centres.shape[0]
+        device, dtype = points.device, points.dtype
+        chunk = max(MIN_CHUNK_POINTS, CHUNK_ELEMENTS // (restarts * n_clusters))
+        bounds = [(lo, min(lo + chunk, n)) for lo in range(0, n, chunk)]
+        centres = centres.clone()
+        total_norm = norms.sum()
+        nearest_total = sum(affinities(points[lo:hi], centres).max(1).values.sum(-1) for lo, hi in bounds)
+        sigma2 = ((total_norm - 2 * nearest_total) / (n * n_features)).clamp_min(floor)  # eq. 12 at the seeds
+        labels = torch.zeros(restarts, n, dtype=torch.long, device=device)
+        c_prime = self._truncation()
+        # The sets K of the last E-step (R, C′, n); none are stored when C′ = C > 1 (all clusters).
+        sets = None
+        if c_prime < n_clusters or c_prime == 1:
+            sets = torch.zeros(restarts, c_prime, n, dtype=torch.long, device=device)
+        # Hard assignments: Σ y and the count of each cluster, kept up to date by the points that
+        # move (after the first iterations few do) rather than summed anew.
+        hard_sums = torch.zeros(restarts, n_clusters, n_features, dtype=dtype, device=device)
+        hard_counts = torch.zeros(restarts, n_clusters, dtype=dtype, device=device)
+        previous_free = torch.full((restarts,), -math.inf, dtype=dtype, device=device)
+        n_iter = torch.zeros(restarts, dtype=torch.long, device=device)
+        active = torch.ones(restarts, dtype=torch.bool, device=device)
+        keys = HISTORY_KEYS + (HARD_HISTORY_KEYS if self.hard else ())
+        history = [{key: [] for key in keys} for _ in range(restarts)]
+        for iteration in range(self.max_iter + 1):
+            running = active.nonzero().squeeze(1)
+            current, s2 = centres[running], sigma2[running]
+            scaled = current / s2[:, None, None]
+            bias = 0.5 * (scaled * current).sum(-1, keepdim=True)
+            held_sets = None if iteration == 0 else sets
+            # For hard assignments: the held assignment, copied before the pass overwrites it.
+            moved_from = held_sets[running] if c_prime == 1 and held_sets is not None else None
+            totals = {key: torch.zeros(len(running), dtype=dtype, device=device) for key in _PASS_TOTALS}
+            weights = torch.zeros(len(running), n_clusters, dtype=dtype, device=device)
+            sums = torch.zeros(len(running), n_clusters, n_features, dtype=dtype, device=device)
+            for lo, hi in bounds:
+                block = points[lo:hi]
+                scores = torch.matmul(scaled, block.T).sub_(bias)  # a/σ² = log p(c, y|Θ) + terms free of c
+                best, nearest = scores.max(1)
+                before = None if held_sets is None else held_sets[running, :, lo:hi]
+                new_sets, labels[running, lo:hi] = self._e_step(scores, nearest, before, norms[lo:hi], s2)
+                # F(K_t, Θ_t) with the sets the last M-step used; at the seeding the new sets K_1.
+                held = new_sets if before is None else before
+                held_scores = scores if held is None else scores.gather(1, held)
+                totals["free"] += _log_sum_exp(held_scores, 1).sum(-1)
+                totals["likelihood"] += (best + torch.sub(scores, best[:, None]).exp_().sum(1).log_()).sum(-1)
+                totals["nearest"] += best.sum(-1)
+                totals["held"] += held_scores.sum((-2, -1))
+                if new_sets is not None:
+                    sets[running, :, lo:hi] = new_sets
+                if c_prime == 1:
+                    continue
+                responsibilities = torch.softmax(
+                    scores if new_sets is None else scores.gather(1, new_sets), 1
+                )
+                if new_sets is not None:  # eq. 5: zero outside the sets
+                    responsibilities = torch.zeros_like(scores).scatter_(1, new_sets, responsibilities)
+                weights += responsibilities.sum(-1)
+                sums += torch.matmul(responsibilities, block)
+            if c_prime == 1:
+                _move_points(hard_sums, hard_counts, running, points, moved_from, sets[running])
+                weights, sums = hard_counts[running], hard_sums[running]
+            # ‖y‖²/(2σ²) cancels from q and enters the free energies as a mean over the points.
+            offset = log_normaliser(n_clusters, n_features, s2) - total_norm / (2 * n * s2)
+            values = {
+                "free_energy": totals["free"] / n + offset,
+                "log_likelihood": totals["likelihood"] / n + offset,
+                "quantization_error": (total_norm - 2 * s2 * totals["nearest"]).clamp_min(0.0),
+                "sigma2": s2,
+            }
+            if self.hard:
+                objective = total_norm - 2 * s2 * totals["held"]  # J (eq. 1) of the held assignment
+                values["free_energy_eq13"] = entropy_limit(n_clusters, n_features, s2)
+                values["bound_eq17"] = entropy_limit(n_clusters, n_features, objective / (n * n_features))
+            for key, tensor in values.items():
+                for r, value in zip(running.tolist(), tensor.tolist(), strict=True):
+                    history[r][key].append(value)
+            free = values["free_energy"]
+            done = (free - previous_free[running] <= self.tol) | (iteration == self.max_iter)
+            active[running[done]] = False
+            stepping = ~done
+            if not stepping.any():
+                break
+            step = running[stepping]
+            previous_free[step] = free[stepping]
+            centres[step], sigma2[step] = _m_step(
+                weights[stepping], sums[stepping], current[stepping], total_norm, n, floor
+            )
+            n_iter[step] += 1
+        return _Fits(centres, sigma2, labels, n_iter, history)
+
+
+def _move_points(
+    sums: torch.Tensor,
+    counts: torch.Tensor,
+    running: torch.Tensor,
+    points: torch.Tensor,
+    before: torch.Tensor | None,
+    after: torch.Tensor,
+) -> None:
+    """Update Σ y (R, C, D) and counts (R, C) of hard assignments in place: the ``points``
+    leave their clusters ``before`` (r, 1, m) for ``after``; with ``before`` None they all join.
+    The restarts are ``running``, the rows of ``before`` and ``after``."""
+    n_clusters, n_features = counts.shape[1], sums.shape[-1]
+    moving = torch.ones_like(after[:, 0], dtype=torch.bool) if before is None else before[:, 0] != after[:, 0]
+    restart, point = moving.nonzero(as_tuple=True)
+    if len(point) == 0:
+        return
+    rows, ones = points[point], torch.ones(len(point), dtype=sums.dtype, device=sums.device)
+    base = running[restart] * n_clusters
+    destinations = [(base + after[restart, 0, point], 1.0)]
+    if before is not None:
+        destinations.append((base + before[restart, 0, point], -1.0))
+    for index, sign in destinations:
+        sums.view(-1, n_features).index_add_(0, index, rows, alpha=sign)
+        counts.view(-1).index_add_(0, index, ones, alpha=sign)
+
+
+# Per-restart sums over the points in one pass: log Σ_K p (eq. 7), log Σ_c p (eq. 3), the nearest
+# and the held scores (for eq. 1 and 17), each before the terms common to all points.
+_PASS_TOTALS = ("free", "likelihood", "nearest", "held")
+
+
+def _m_step(
+    weights: torch.Tensor, sums: torch.Tensor, centres: torch.Tensor, total_norm, n: int, floor: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eq. 6 for R restarts from W_c = Σₙ q_c and S_c = Σₙ q_c y: centres (R, C, D) and σ² (R,).
+
+    Σₙ Σ_c q ‖y − S_c/W_c‖² = Σₙ ‖y‖² − Σ_c ‖S_c‖²/W_c (the q of a point sum to 1). A cluster with
+    W_c = 0 keeps its centre.
+    """
+    filled = weights > 0
+    safe = torch.where(filled, weights, torch.ones_like(weights))
+    new_centres = torch.where(filled[..., None], sums / safe[..., None], centres)
+    explained = torch.where(filled, (sums**2).sum(-1) / safe, torch.zeros_like(weights)).sum(-1)
+    sigma2 = ((total_norm - explained) / (n * centres.shape[-1])).clamp_min(floor)
+    return new_centres, sigma2
+
+
+def _log_sum_exp(values: torch.Tensor, dim: int) -> torch.Tensor:
+    """log Σ exp over ``dim``, max shifted; a dimension of size 1 is returned as it is."""
+    return values.squeeze(dim) if values.shape[dim] == 1 else torch.logsumexp(values, dim)
+
+
+class KMeansCPrime(_TruncatedEM):
+    """k-means-C′ (Algorithm 3): each point's C′ nearest clusters share it by eq. 5.
+
+    Parameters
+    ----------
+    n_clusters : int ≥ 1, C.
+    c_prime : int ≥ 1, C′ ≤ C. 1 is Lloyd's k-means with σ² tracked (Prop. 2); C is GMM EM.
+    init : ``"k-means++"`` (the paper), ``"random"`` (C distinct points) or an array (C, D).
+    n_local_trials : int ≥ 1 or None; k-means++ candidates per centre, the best kept. None:
+        2 + ⌊ln C⌋ (scikit-learn's greedy k-means++); 1: plain D² sampling.
+    n_init : int ≥ 1, restarts (batched); the highest final free energy is kept.
+    max_iter : int ≥ 0, M-steps per restart. tol : float ≥ 0, stop when the free energy gains
+        at most this (nats per point) in an iteration.
+    random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
+    device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
+
+    Attributes
+    ----------
+    cluster_centers_ (C, D), sigma2_, labels_ (nearest centre), n_iter_, history_ (see the
+    module docstring), free_energy_ (eq. 7), log_likelihood_ (eq. 3), quantization_error_
+    (eq. 1), restart_free_energies_.
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        c_prime: int = 2,
+        init="k-means++",
+        n_local_trials: int | None = None,
+        n_init: int = 1,
+        max_iter: int = 300,
+        tol: float = 1e-6,
+        random_state: int | None = None,
+        device: str = "auto",
+    ):
+        self.n_clusters = n_clusters
+        self.c_prime = c_prime
+        self.init = init
+        self.n_local_trials = n_local_trials
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.device = device
+
+    def _truncation(self) -> int:
+        return self.c_prime
+
+    def _extra_checks(self) -> list:
+        return [
+            (
+                "c_prime",
+                lambda v: is_int(v) and 1 <= v <= self.n_clusters,
+                f"an integer between 1 and n_clusters ({self.n_clusters})",
+            )
+        ]
+
+    def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
+        """The C′ nearest clusters (Corollary 1); labels: the nearest."""
+        c_prime = self._truncation()
+        if c_prime == 1:
+            return nearest[:, None], nearest
+        if c_prime == scores.shape[1]:
+            return None, nearest
+        return torch.topk(scores, c_prime, dim=1, sorted=False).indices, nearest
+
+
+class IsotropicGMM(KMeansCPrime):
+    """EM for the isotropic, equal-prior GMM of eq. 2 (Algorithm 2): k-means-C′ with C′ = C.
+
+    Same parameters and attributes as :class:`KMeansCPrime`, without ``c_prime``.
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        init="k-means++",
+        n_local_trials: int | None = None,
+        n_init: int = 1,
+        max_iter: int = 300,
+        tol: float = 1e-6,
+        random_state: int | None = None,
+        device: str = "auto",
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_local_trials = n_local_trials
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.device = device
+
+    def _truncation(self) -> int:
+        return self.n_clusters
+
+    def _extra_checks(self) -> list:
+        return []

@@ -1,0 +1,197 @@
+"""k-means-C′, lazy-k-means and isotropic GMM EM (Lücke & Forster), and their metrics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp, softmax
+from sklearn.cluster import KMeans
+
+from clusterbench.data import generators
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import IsotropicGMM, KMeansCPrime, LazyKMeans
+from clusterbench.metrics import gmm_log_likelihood, nmi, purity, quantization_error
+from clusterbench.validation import restart_seeds
+
+
+@pytest.fixture(scope="module")
+def birch():
+    """BIRCH 25 random (overlapping clusters), a stratified 20 points per cluster."""
+    data = generators.birch_random(n_per_cluster=20)
+    return data.X, data.y
+
+
+def mixture(seed=0, n=120, d=3, k=4, spread=4.0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=spread, size=(k, d))
+    y = rng.integers(k, size=n)
+    return centres[y] + rng.standard_normal((n, d)), y
+
+
+@pytest.mark.parametrize("c_prime", [1, 2, 3, 5, 25])
+def test_free_energy_never_decreases_and_bounds_the_likelihood(birch, c_prime):
+    X, _ = birch
+    for seed in range(8):
+        model = KMeansCPrime(25, c_prime=c_prime, init="random", tol=0.0, max_iter=60, random_state=seed).fit(
+            X
+        )
+        free, likelihood = model.history_["free_energy"], model.history_["log_likelihood"]
+        assert np.all(np.diff(free) >= -1e-10), (seed, np.diff(free).min())
+        assert np.all(free <= likelihood + 1e-10)  # eq. 7 is a lower bound of eq. 3
+        assert np.isfinite(free).all() and np.isfinite(likelihood).all()
+        assert len(free) == model.n_iter_ + 1
+
+
+def test_lazy_kmeans_free_energy_never_decreases(birch):
+    X, _ = birch
+    for seed in range(8):
+        history = LazyKMeans(25, epsilon=0.1, init="random", tol=0.0, random_state=seed).fit(X).history_
+        assert np.all(np.diff(history["free_energy"]) >= -1e-10)
+
+
+@pytest.mark.parametrize("estimator", [KMeansCPrime(25, c_prime=1), LazyKMeans(25, epsilon=0.1)])
+def test_eq7_eq13_and_eq17_agree_for_hard_assignments(birch, estimator):
+    X, _ = birch
+    history = estimator.set_params(random_state=3, tol=0.0).fit(X).history_
+    assert len(history["free_energy"]) > 3
+    np.testing.assert_allclose(history["free_energy_eq13"], history["free_energy"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(history["bound_eq17"], history["free_energy"], rtol=0, atol=1e-9)
+
+
+def test_c_prime_one_moves_the_centres_exactly_as_lloyd(birch):
+    X, _ = birch
+    init = X[np.random.default_rng(1).choice(len(X), 25, replace=False)]
+    ours = KMeansCPrime(25, c_prime=1, init=init, tol=0.0, max_iter=300).fit(X)
+    lloyd = KMeans(25, init=init, n_init=1, algorithm="lloyd", tol=0.0, max_iter=300).fit(X)
+    np.testing.assert_allclose(ours.cluster_centers_, lloyd.cluster_centers_, atol=1e-10)
+    assert np.array_equal(ours.labels_, lloyd.labels_)
+    assert ours.quantization_error_ == pytest.approx(lloyd.inertia_, rel=1e-12)
+
+
+def test_lazy_kmeans_with_epsilon_zero_is_kmeans(birch):
+    X, _ = birch
+    lazy = LazyKMeans(25, epsilon=0.0, random_state=5).fit(X)
+    kmeans = KMeansCPrime(25, c_prime=1, random_state=5).fit(X)
+    np.testing.assert_allclose(lazy.cluster_centers_, kmeans.cluster_centers_, atol=1e-12)
+    np.testing.assert_allclose(lazy.history_["free_energy"], kmeans.history_["free_energy"], atol=1e-12)
+
+
+def test_lazy_kmeans_keeps_a_point_unless_the_nearest_centre_is_1_plus_epsilon_closer():
+    # Seeds 0 and 10: the point at 5.4 joins the centre at 10, which the first M-step moves to
+    # 9.08 while the other goes to 2. The point is then 3.68 from its centre and 3.4 from the
+    # other, 1.082 times closer: lazy-k-means moves it for ε = 0.05, keeps it for ε = 0.1.
+    X = np.array([[0.0], [4.0], [5.4], [10.0], [10.0], [10.0], [10.0]])
+    init = np.array([[0.0], [10.0]])
+    labels = {
+        eps: LazyKMeans(2, epsilon=eps, init=init, tol=0.0).fit(X).labels_.tolist()
+        for eps in (0.0, 0.05, 0.1)
+    }
+    assert labels[0.0] == labels[0.05] == [0, 0, 0, 1, 1, 1, 1]
+    assert labels[0.1] == [0, 0, 1, 1, 1, 1, 1]
+
+
+def hand_written_em(X, centres, iterations):
+    """Algorithm 2 in numpy from the same seeds and initial σ² (eq. 12 at the seeds)."""
+    n, d = X.shape
+    distances = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+    sigma2 = distances.min(1).mean() / d
+    likelihoods = []
+    for iteration in range(iterations + 1):
+        distances = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+        log_joint = (
+            -distances / (2 * sigma2) - 0.5 * d * math.log(2 * math.pi * sigma2) - math.log(len(centres))
+        )
+        likelihoods.append(logsumexp(log_joint, axis=1).mean())
+        if iteration == iterations:
+            break
+        r = softmax(log_joint, axis=1)
+        centres = (r.T @ X) / r.sum(0)[:, None]
+        sigma2 = (r * ((X[:, None, :] - centres[None]) ** 2).sum(-1)).sum() / (n * d)
+    return centres, sigma2, np.array(likelihoods)
+
+
+@pytest.mark.parametrize("model", [KMeansCPrime(4, c_prime=4), IsotropicGMM(4)])
+def test_c_prime_equal_to_c_is_em_for_the_isotropic_gmm(model):
+    X, _ = mixture(seed=2)
+    init = X[[0, 10, 20, 30]]
+    iterations = 15
+    fitted = model.set_params(init=init, tol=0.0, max_iter=iterations).fit(X)
+    centres, sigma2, likelihoods = hand_written_em(X, init, iterations)
+    np.testing.assert_allclose(fitted.cluster_centers_, centres, atol=1e-10)
+    assert fitted.sigma2_ == pytest.approx(sigma2, rel=1e-10)
+    np.testing.assert_allclose(fitted.history_["log_likelihood"], likelihoods, atol=1e-10)
+    # With every cluster in every set the free energy is the likelihood itself.
+    np.testing.assert_allclose(fitted.history_["free_energy"], fitted.history_["log_likelihood"], atol=1e-12)
+
+
+def test_far_apart_clusters_give_finite_free_energies():
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(loc, 1e-3, size=(30, 2)) for loc in (0.0, 1e5, -1e5)])
+    for model in (KMeansCPrime(3, c_prime=2), IsotropicGMM(3), LazyKMeans(3)):
+        history = model.set_params(random_state=0).fit(X).history_
+        for key, values in history.items():
+            assert np.isfinite(values).all(), key
+
+
+def test_batched_restarts_repeat_the_single_runs_and_keep_the_highest_free_energy(birch):
+    X, _ = birch
+    batched = KMeansCPrime(25, c_prime=2, n_init=4, random_state=7).fit(X)
+    singles = [
+        KMeansCPrime(25, c_prime=2, n_init=1, random_state=seed).fit(X) for seed in restart_seeds(7, 4)
+    ]
+    np.testing.assert_allclose(batched.restart_free_energies_, [s.free_energy_ for s in singles], atol=1e-10)
+    best = singles[int(np.argmax([s.free_energy_ for s in singles]))]
+    np.testing.assert_allclose(batched.cluster_centers_, best.cluster_centers_, atol=1e-10)
+    assert np.array_equal(batched.predict(X), best.labels_)
+
+
+def test_metrics_recompute_the_models_likelihood_and_quantization_error(birch):
+    X, _ = birch
+    model = KMeansCPrime(25, c_prime=2, random_state=0).fit(X)
+    assert gmm_log_likelihood(X, model) == pytest.approx(model.log_likelihood_, abs=1e-10)
+    assert quantization_error(X, model) == pytest.approx(model.quantization_error_, rel=1e-10)
+    # A model without σ² (scikit-learn's KMeans) is scored with eq. 12's σ², as the paper's k-means.
+    lloyd = KMeans(25, n_init=1, random_state=0).fit(X)
+    sigma2 = lloyd.inertia_ / (len(X) * X.shape[1])
+    expected = KMeansCPrime(25, c_prime=1, init=lloyd.cluster_centers_, max_iter=0).fit(X)
+    assert expected.sigma2_ == pytest.approx(sigma2, rel=1e-9)
+    assert gmm_log_likelihood(X, lloyd) == pytest.approx(expected.log_likelihood_, abs=1e-9)
+    assert math.isnan(gmm_log_likelihood(X, object()))
+
+
+def test_purity_and_nmi_of_a_perfect_clustering_are_one():
+    y = np.repeat(np.arange(5), 7)
+    relabelled = (y * 3 + 1) % 5  # the same partition under other names
+    assert purity(y, relabelled) == 1.0
+    assert nmi(y, relabelled) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("model", "match"),
+    [
+        (KMeansCPrime(3, c_prime=4), "c_prime must be an integer between 1 and n_clusters"),
+        (KMeansCPrime(3, init="kmeans"), "init must be one of"),
+        (LazyKMeans(3, epsilon=-0.1), "epsilon must be a number ≥ 0"),
+        (IsotropicGMM(3, tol=-1.0), "tol must be a number ≥ 0"),
+    ],
+)
+def test_invalid_hyperparameters_name_the_parameter(model, match):
+    with pytest.raises(HyperparameterError, match=match):
+        model.fit(mixture()[0])
+
+
+@pytest.mark.parametrize("method", ["kmeans_cprime", "lazy_kmeans", "gmm_em"])
+def test_method_configs_run_and_record_the_papers_metrics(tmp_path, method):
+    from clusterbench.runner import run_job
+    from tests.helpers import compose_config
+
+    cfg = compose_config(
+        tmp_path, "dataset=birch_grid", f"method={method}", "metrics=kcprime", "profile=smoke"
+    )
+    [outcome] = run_job(cfg)
+    scores = outcome.scores
+    assert outcome.status == "ok" and scores["n_found"] == 25
+    assert -7.0 < scores["free_energy"] <= scores["log_likelihood"] + 1e-9 < -5.0
+    assert scores["purity"] > 0.8 and scores["quantization_error"] > 0
