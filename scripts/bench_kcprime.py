@@ -10,7 +10,7 @@ a fixed number of iterations (tol = 0), divided by the difference in iterations 
 set-up and initialisation cancel. Our iterations include the per-iteration bookkeeping of
 ``history_`` (free energy, log-likelihood, quantization error, σ²).
 
-    python scripts/bench_kcprime.py                      # 2 threads, about a minute on 2 cores
+    python scripts/bench_kcprime.py                      # 1 and 2 threads, about two minutes
     python scripts/bench_kcprime.py --threads 1 --quick  # n = 20000: seconds
 Writes results/benchmarks/kcprime_speed_cpu.csv (``--out`` folder).
 """
@@ -89,7 +89,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--threads", type=int, default=2, help="torch and OpenMP threads (default 2)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="torch and OpenMP threads, each timed (default 1 2)",
+    )
     parser.add_argument("--quick", action="store_true", help="n = 20000: seconds")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks")
@@ -97,9 +103,12 @@ def main() -> None:
     import torch
     from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(args.threads)
-    with threadpool_limits(args.threads):
-        frame = speed(20000 if args.quick else 100000, 74, 25, args.threads, args.repeats)
+    frames = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        with threadpool_limits(threads):
+            frames.append(speed(20000 if args.quick else 100000, 74, 25, threads, args.repeats))
+    frame = pd.concat(frames, ignore_index=True)
     print(frame.to_string(index=False))
     if not args.quick:
         args.out.mkdir(parents=True, exist_ok=True)
