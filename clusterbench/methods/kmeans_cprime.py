@@ -70,6 +70,7 @@ INITS = ("k-means++", "random")
 CHUNK_ELEMENTS = 1 << 18
 MIN_CHUNK_POINTS = 256
 SIGMA2_FLOOR = 1e-10
+FEW_CLUSTERS = 4
 HISTORY_KEYS = ("free_energy", "log_likelihood", "quantization_error", "sigma2")
 HARD_HISTORY_KEYS = ("free_energy_eq13", "bound_eq17")
 
@@ -82,6 +83,23 @@ def affinities(points: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
     reductions over c contiguous per point, which torch vectorises.
     """
     return torch.matmul(centres, points.T).sub_(0.5 * (centres * centres).sum(-1, keepdim=True))
+
+
+def nearest_sets(scores: torch.Tensor, nearest: torch.Tensor, c_prime: int) -> torch.Tensor:
+    """The clusters of the ``c_prime`` highest ``scores`` (R, C, m) of each point: (R, C′, m).
+
+    Up to ``FEW_CLUSTERS`` a cluster at a time, masking the ones taken (``nearest`` is the
+    first): torch's top-k over the cluster dimension costs as much as five such passes (measured
+    2.5 ms against 0.7 ms for C′ = 2 on 25 x 10485 scores, one thread).
+    """
+    if c_prime > FEW_CLUSTERS:
+        return torch.topk(scores, c_prime, dim=1, sorted=False).indices
+    chosen = [nearest[:, None]]
+    masked = scores.clone()
+    for _ in range(c_prime - 1):
+        masked.scatter_(1, chosen[-1], -math.inf)
+        chosen.append(masked.max(1, keepdim=True).indices)
+    return torch.cat(chosen, 1)
 
 
 def log_normaliser(n_clusters: int, n_features: int, sigma2: torch.Tensor) -> torch.Tensor:
@@ -269,8 +287,9 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
             # For hard assignments: the held assignment, copied before the pass overwrites it.
             moved_from = held_sets[running] if c_prime == 1 and held_sets is not None else None
             totals = {key: torch.zeros(len(running), dtype=dtype, device=device) for key in _PASS_TOTALS}
-            weights = torch.zeros(len(running), n_clusters, dtype=dtype, device=device)
-            sums = torch.zeros(len(running), n_clusters, n_features, dtype=dtype, device=device)
+            if c_prime > 1:  # soft responsibilities: Σ q and Σ q y summed anew each pass
+                weights = torch.zeros(len(running), n_clusters, dtype=dtype, device=device)
+                sums = torch.zeros(len(running), n_clusters, n_features, dtype=dtype, device=device)
             for lo, hi in bounds:
                 block = points[lo:hi]
                 scores = torch.matmul(scaled, block.T).sub_(bias)  # a/σ² = log p(c, y|Θ) + terms free of c
@@ -279,20 +298,29 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                 new_sets, labels[running, lo:hi] = self._e_step(scores, nearest, before, norms[lo:hi], s2)
                 # F(K_t, Θ_t) with the sets the last M-step used; at the seeding the new sets K_1.
                 held = new_sets if before is None else before
-                held_scores = scores if held is None else scores.gather(1, held)
-                totals["free"] += _log_sum_exp(held_scores, 1).sum(-1)
-                totals["likelihood"] += (best + torch.sub(scores, best[:, None]).exp_().sum(1).log_()).sum(-1)
-                totals["nearest"] += best.sum(-1)
-                totals["held"] += held_scores.sum((-2, -1))
+                held_scores = None if held is None else scores.gather(1, held)
+                chosen = None if new_sets is None or c_prime == 1 else scores.gather(1, new_sets)
                 if new_sets is not None:
                     sets[running, :, lo:hi] = new_sets
+                # From here on the scores are overwritten: exp(a/σ² − max), the terms of eq. 3.
+                spread = scores.sub_(best[:, None]).exp_()
+                total = spread.sum(1)
+                likelihood = (best + total.log()).sum(-1)
+                totals["likelihood"] += likelihood
+                totals["nearest"] += best.sum(-1)
+                if held_scores is None:  # every cluster held: eq. 7 is eq. 3
+                    totals["free"] += likelihood
+                else:
+                    totals["free"] += _log_sum_exp(held_scores, 1).sum(-1)
+                    totals["held"] += held_scores.sum((-2, -1))
                 if c_prime == 1:
                     continue
-                responsibilities = torch.softmax(
-                    scores if new_sets is None else scores.gather(1, new_sets), 1
-                )
-                if new_sets is not None:  # eq. 5: zero outside the sets
-                    responsibilities = torch.zeros_like(scores).scatter_(1, new_sets, responsibilities)
+                if chosen is None:  # eq. 5 over all clusters is the posterior
+                    responsibilities = spread.div_(total[:, None])
+                else:  # eq. 5: normalised on the sets, zero outside them
+                    responsibilities = torch.zeros_like(spread).scatter_(
+                        1, new_sets, torch.softmax(chosen, 1)
+                    )
                 weights += responsibilities.sum(-1)
                 sums += torch.matmul(responsibilities, block)
             if c_prime == 1:
@@ -444,7 +472,7 @@ class KMeansCPrime(_TruncatedEM):
             return nearest[:, None], nearest
         if c_prime == scores.shape[1]:
             return None, nearest
-        return torch.topk(scores, c_prime, dim=1, sorted=False).indices, nearest
+        return nearest_sets(scores, nearest, c_prime), nearest
 
 
 class IsotropicGMM(KMeansCPrime):
