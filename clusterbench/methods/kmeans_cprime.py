@@ -85,6 +85,24 @@ def affinities(points: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
     return torch.matmul(centres, points.T).sub_(0.5 * (centres * centres).sum(-1, keepdim=True))
 
 
+def nearest_clusters(scores: torch.Tensor, guess: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(max, arg max) over the clusters (dim 1) of ``scores`` (R, C, m).
+
+    With a ``guess`` (R, m) of the arg max (the last iteration's labels, which mostly still hold)
+    only the points whose guessed cluster falls short of the max are searched: torch's max with
+    indices over the cluster dimension costs ten times its max alone (0.52 against 0.06 ms for
+    25 x 10485 scores, one thread), a quarter of a k-means iteration.
+    """
+    if guess is None:
+        return scores.max(1)
+    best = scores.amax(1)
+    nearest = guess.clone()
+    restart, point = (scores.gather(1, guess[:, None])[:, 0] < best).nonzero(as_tuple=True)
+    if len(point):
+        nearest[restart, point] = scores[restart, :, point].max(-1).indices
+    return best, nearest
+
+
 def nearest_sets(scores: torch.Tensor, nearest: torch.Tensor, c_prime: int) -> torch.Tensor:
     """The clusters of the ``c_prime`` highest ``scores`` (R, C, m) of each point: (R, C′, m).
 
@@ -157,9 +175,13 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
             raise ValueError(f"n_clusters={self.n_clusters} needs at least as many points, got {n}")
         self.n_features_in_ = n_features
         self.device_ = resolve_device(self.device)
-        points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
-        offset = points.mean(0)
-        points = points - offset
+        raw = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
+        offset = raw.mean(0)
+        # The centred points with a column of ones: the scores' per-cluster offset then comes
+        # out of the same matrix product (see _train); ``points`` is a view without it.
+        extended = torch.ones(n, n_features + 1, dtype=torch.float64, device=self.device_)
+        points = extended[:, :n_features]
+        torch.sub(raw, offset, out=points)
         norms = torch.linalg.vector_norm(points, dim=1).square_()
         floor = SIGMA2_FLOOR * max(float(norms.mean()) / n_features, torch.finfo(torch.float64).tiny)
         explicit = not isinstance(self.init, str)
@@ -168,7 +190,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
             centres = self._explicit_init(points, offset)
         else:
             centres = torch.stack([self._seed(points, norms, seed) for seed in self.restart_seeds_])
-        fit = self._train(points, norms, centres, floor)
+        fit = self._train(extended, norms, centres, floor)
         final_free = np.array([h["free_energy"][-1] for h in fit.history])
         kept = int(np.argmax(final_free))
         self.restart_free_energies_ = final_free
@@ -247,13 +269,16 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ iterations
 
-    def _train(self, points: torch.Tensor, norms: torch.Tensor, centres: torch.Tensor, floor: float) -> _Fits:
+    def _train(
+        self, extended: torch.Tensor, norms: torch.Tensor, centres: torch.Tensor, floor: float
+    ) -> _Fits:
         """Algorithm 3 for R restarts at once; a restart leaves the batch once it has converged.
 
         One pass over the data per iteration, chunk by chunk (the chunk's scores stay in cache):
         the scores a/σ² with a = y·μ − ‖μ‖²/2 (R, C, m) give the statistics of the current
         parameters Θ_t (history), the E-step's sets and labels, and the M-step's Σ q and Σ q y.
         """
+        points = extended[:, :-1]  # ``extended``: the centred points and a column of ones
         n, n_features = points.shape
         n_clusters, restarts = self.n_clusters, centres.shape[0]
         device, dtype = points.device, points.dtype
@@ -281,8 +306,9 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         for iteration in range(self.max_iter + 1):
             running = active.nonzero().squeeze(1)
             current, s2 = centres[running], sigma2[running]
+            # [μ/σ², −‖μ‖²/(2σ²)]: against [y, 1] the scores a/σ² in one product.
             scaled = current / s2[:, None, None]
-            bias = 0.5 * (scaled * current).sum(-1, keepdim=True)
+            scaled = torch.cat([scaled, -0.5 * (scaled * current).sum(-1, keepdim=True)], -1)
             held_sets = None if iteration == 0 else sets
             # For hard assignments: the held assignment, copied before the pass overwrites it.
             moved_from = held_sets[running] if c_prime == 1 and held_sets is not None else None
@@ -292,8 +318,8 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                 sums = torch.zeros(len(running), n_clusters, n_features, dtype=dtype, device=device)
             for lo, hi in bounds:
                 block = points[lo:hi]
-                scores = torch.matmul(scaled, block.T).sub_(bias)  # a/σ² = log p(c, y|Θ) + terms free of c
-                best, nearest = scores.max(1)
+                scores = torch.matmul(scaled, extended[lo:hi].T)  # a/σ² = log p(c, y|Θ) + terms free of c
+                best, nearest = nearest_clusters(scores, None if iteration == 0 else labels[running, lo:hi])
                 before = None if held_sets is None else held_sets[running, :, lo:hi]
                 new_sets, labels[running, lo:hi] = self._e_step(scores, nearest, before, norms[lo:hi], s2)
                 # F(K_t, Θ_t) with the sets the last M-step used; at the seeding the new sets K_1.
