@@ -94,9 +94,7 @@ def _centres_and_distances(X: np.ndarray, estimator) -> tuple[np.ndarray, np.nda
     if centres is None:
         return None
     centres = np.asarray(centres, dtype=np.float64)
-    X = np.asarray(X, dtype=np.float64)
-    distances = (X**2).sum(1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(1)[None, :]
-    return centres, np.maximum(distances, 0.0)
+    return centres, skm.pairwise.euclidean_distances(np.asarray(X, dtype=np.float64), centres, squared=True)
 
 
 def quantization_error(X: np.ndarray, estimator) -> float:

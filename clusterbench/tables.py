@@ -28,8 +28,8 @@ clusters than the ``n_clusters`` asked for (metric ``n_found``): spectral cluste
 near-disconnected affinity can merge all but a few points, and such a labeling's SC is no
 comparison with a k-cluster one.
 
-A column (and an agreement ``reference``) may carry its own ``protocol`` keys, merged over the
-table's: a paper that scored one method's runs under another rule is reproduced column by column.
+A column (and an agreement ``reference``) may carry its own ``protocol`` keys, each in place of
+the table's: a paper that scored one method's runs under another rule is reproduced column by column.
 
 ``by`` may be a list of metrics, ranked by their sum (purity + NMI), and ``by`` and ``mode`` may
 map the table's metrics to their own (least φ, most ℒ, most purity + NMI in one table). A column

@@ -148,11 +148,6 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         """C′, the number of clusters each point holds after the E-step."""
         return 1
 
-    @property
-    def hard(self) -> bool:
-        """Whether each point holds one cluster (C′ = 1, lazy-k-means): eq. 13 and 17 then apply."""
-        return self._truncation() == 1
-
     def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
         """(K, labels): the new sets (R, C′, m), or None for all C clusters, and the labels (R, m).
 
@@ -290,9 +285,10 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         sigma2 = ((total_norm - 2 * nearest_total) / (n * n_features)).clamp_min(floor)  # eq. 12 at the seeds
         labels = torch.zeros(restarts, n, dtype=torch.long, device=device)
         c_prime = self._truncation()
+        hard = c_prime == 1  # one cluster per point (k-means, lazy-k-means): eq. 13 and 17 apply
         # The sets K of the last E-step (R, C′, n); none are stored when C′ = C > 1 (all clusters).
         sets = None
-        if c_prime < n_clusters or c_prime == 1:
+        if c_prime < n_clusters or hard:
             sets = torch.zeros(restarts, c_prime, n, dtype=torch.long, device=device)
         # Hard assignments: Σ y and the count of each cluster, kept up to date by the points that
         # move (after the first iterations few do) rather than summed anew.
@@ -301,7 +297,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         previous_free = torch.full((restarts,), -math.inf, dtype=dtype, device=device)
         n_iter = torch.zeros(restarts, dtype=torch.long, device=device)
         active = torch.ones(restarts, dtype=torch.bool, device=device)
-        keys = HISTORY_KEYS + (HARD_HISTORY_KEYS if self.hard else ())
+        keys = HISTORY_KEYS + (HARD_HISTORY_KEYS if hard else ())
         history = [{key: [] for key in keys} for _ in range(restarts)]
         for iteration in range(self.max_iter + 1):
             running = active.nonzero().squeeze(1)
@@ -311,7 +307,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
             scaled = torch.cat([scaled, -0.5 * (scaled * current).sum(-1, keepdim=True)], -1)
             held_sets = None if iteration == 0 else sets
             # For hard assignments: the held assignment, copied before the pass overwrites it.
-            moved_from = held_sets[running] if c_prime == 1 and held_sets is not None else None
+            moved_from = held_sets[running] if hard and held_sets is not None else None
             totals = {key: torch.zeros(len(running), dtype=dtype, device=device) for key in _PASS_TOTALS}
             if c_prime > 1:  # soft responsibilities: Σ q and Σ q y summed anew each pass
                 weights = torch.zeros(len(running), n_clusters, dtype=dtype, device=device)
@@ -325,7 +321,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                 # F(K_t, Θ_t) with the sets the last M-step used; at the seeding the new sets K_1.
                 held = new_sets if before is None else before
                 held_scores = None if held is None else scores.gather(1, held)
-                chosen = None if new_sets is None or c_prime == 1 else scores.gather(1, new_sets)
+                chosen = None if new_sets is None or hard else scores.gather(1, new_sets)
                 if new_sets is not None:
                     sets[running, :, lo:hi] = new_sets
                 # From here on the scores are overwritten: exp(a/σ² − max), the terms of eq. 3.
@@ -338,8 +334,8 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                     totals["free"] += likelihood
                 else:
                     totals["free"] += _log_sum_exp(held_scores, 1).sum(-1)
+                if hard:
                     totals["held"] += held_scores.sum((-2, -1))
-                if c_prime == 1:
                     continue
                 if chosen is None:  # eq. 5 over all clusters is the posterior
                     responsibilities = spread.div_(total[:, None])
@@ -349,7 +345,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                     )
                 weights += responsibilities.sum(-1)
                 sums += torch.matmul(responsibilities, block)
-            if c_prime == 1:
+            if hard:
                 _move_points(hard_sums, hard_counts, running, points, moved_from, sets[running])
                 weights, sums = hard_counts[running], hard_sums[running]
             # ‖y‖²/(2σ²) cancels from q and enters the free energies as a mean over the points.
@@ -360,7 +356,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                 "quantization_error": (total_norm - 2 * s2 * totals["nearest"]).clamp_min(0.0),
                 "sigma2": s2,
             }
-            if self.hard:
+            if hard:
                 objective = total_norm - 2 * s2 * totals["held"]  # J (eq. 1) of the held assignment
                 values["free_energy_eq13"] = entropy_limit(n_clusters, n_features, s2)
                 values["bound_eq17"] = entropy_limit(n_clusters, n_features, objective / (n * n_features))
