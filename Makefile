@@ -29,10 +29,10 @@ tables:
 	done
 	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS)
 
-# The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 11, 12, 13; pick
+# The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 7-10, 11, 12, 13; pick
 # with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
 # k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2"); QUICK=1 draws them at the quick scale.
 figures:
-	$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
+	$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures --results $(RESULTS)
 	$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
 	$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures

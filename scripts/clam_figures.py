@@ -1,4 +1,4 @@
-"""Draw the figures of CLAM (Saha et al., ICML 2023) as PNG and PDF: Fig. 1, 4, 6, 11, 12, 13.
+"""Draw the figures of CLAM (Saha et al., ICML 2023) as PNG and PDF: Fig. 1, 4, 6, 7-10, 11, 12, 13.
 
     python scripts/clam_figures.py                      # all, full scale, into results/figures
     python scripts/clam_figures.py 4 11 12 --quick      # some, at the quick scale
@@ -6,7 +6,9 @@
 
 The scales are ``clusterbench.figures.clam.FULL`` and ``QUICK`` (under a minute: coarser basin grids,
 Fig. 6 on a 2000-image subsample for 10 epochs, short toy fits); each figure's title says the
-scale it was drawn at. The computation and drawing live in ``clusterbench.figures.clam``.
+scale it was drawn at. Fig. 7-10 fit nothing: they draw the paper-profile records of experiment
+``clam_search`` (and k-means' from ``clam_baselines``) found under ``--results``, for the data sets
+searched so far. The computation and drawing live in ``clusterbench.figures.clam``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import torch
 
 from clusterbench.figures import clam as figures
 from clusterbench.figures import save_figure
+from clusterbench.results import load_records
 
-FIGURES = ("1", "4", "6", "11", "12", "13")
+FIGURES = ("1", "4", "6", "7", "8", "9", "10", "11", "12", "13")
 
 
 def basins(number: str, scale: figures.Scale):
@@ -46,9 +49,9 @@ def evolution(scale: figures.Scale):
     settings = figures.FMNIST_CLAM
     title = (
         f"Fig. 6: CLAM prototypes on Fashion-MNIST, one row per epoch: {result.n_points} standardized "
-        f"train images, {max(epochs)} epochs, {result.restarts} restart\nTable 6: β {settings['beta']:g}, "
-        f"T {settings['steps']}, lr {settings['lr']:g}, batch {settings['batch_size']}, "
-        f"mask p {settings['mask_prob']:g} ({settings['mask_value']})"
+        f"train images, {max(epochs)} epochs, {result.restarts} restart\nβ {settings['beta']:g} (Table 6), "
+        f"T {settings['steps']} (caption), lr {settings['lr']:g}, batch {settings['batch_size']}, "
+        f"mask p {settings['mask_prob']:g} (Table 6), mask value {settings['mask_value']}"
     )
     return figures.draw_prototype_evolution(result, title)
 
@@ -65,6 +68,22 @@ def toy(number: str, scale: figures.Scale):
     return figures.draw_toy_comparison(result, title)
 
 
+def search(number: str, results: Path):
+    parameter = figures.SEARCH_FIGURES[number]
+    records = load_records(results, "paper", ["clam_search", "clam_baselines"])
+    curves = figures.search_curves(records, parameter)
+    if not curves:
+        print(f"  no clam_search records under {results}: run  clusterbench run -m experiment=clam_search")
+        return None
+    label = figures.SEARCH_LABELS[parameter]
+    title = (
+        f"Fig. {number}: SC vs {label} (experiment clam_search, profile paper, seed 0)\n"
+        f"one line per T, the other hyperparameters at Table 6's values (dotted: Table 6's {label})\n"
+        "km = k-means (Table 1's cell); a hollow marker: the run left clusters empty"
+    )
+    return figures.draw_search_curves(curves, title)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -72,6 +91,9 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="small scale: minutes, for checking")
     parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
+    parser.add_argument(
+        "--results", type=Path, default=Path("results"), help="results folder whose records Fig. 7-10 draw"
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -90,8 +112,12 @@ def main() -> None:
             figure = basins(number, scale)
         elif number == "6":
             figure = evolution(scale)
+        elif number in figures.SEARCH_FIGURES:
+            figure = search(number, args.results)
         else:
             figure = toy(number, scale)
+        if figure is None:
+            continue
         paths = save_figure(figure, args.out, f"clam_fig{number}")
         print(f"Fig. {number}: {time.perf_counter() - start:.0f} s -> {', '.join(map(str, paths))}")
 

@@ -7,9 +7,11 @@ Drawing uses matplotlib's Figure objects with the Agg canvas; no test needs a di
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib import image
 
@@ -164,3 +166,47 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
     # 150 dpi: Fig. 6's two rows of three images are wider than tall.
     height, width = image.imread(paths[2]).shape[:2]
     assert width > height > 100
+
+
+def _record(experiment: str, method: str, params: dict, metric: str, value: float, key: str) -> dict:
+    return {
+        "experiment": experiment,
+        "dataset": "zoo",
+        "method": method,
+        "params": json.dumps(params),
+        "metric": metric,
+        "value": value,
+        "status": "ok",
+        "config_hash": key,
+    }
+
+
+def test_search_curves_hold_the_other_hyperparameters_at_table6():
+    """Fig. 7 from clam_search records: the β sweep at Zoo's Table 6 values (lr 0.1, mask 0.2,
+    mean), one curve per T; a run off that centre (lr 0.01) stays out; a run that found fewer
+    than k clusters is flagged; k-means' line is the best SC of its grid (Table 1's cell)."""
+    centre = {"beta": 2.4, "lr": 0.1, "mask_prob": 0.2, "mask_value": "mean", "n_clusters": 7}
+    runs = [
+        ({"beta": 0.5, "steps": 5}, 0.30, 7),
+        ({"beta": 2.4, "steps": 5}, 0.40, 7),
+        ({"beta": 0.5, "steps": 10}, 0.35, 5),
+        ({"beta": 0.5, "steps": 5, "lr": 0.01}, 0.99, 7),  # the lr sweep: not on Fig. 7
+    ]
+    rows = []
+    for index, (change, sc, found) in enumerate(runs):
+        params = {**centre, **change}
+        rows.append(_record("clam_search", "clam", params, "sc", sc, f"h{index}"))
+        rows.append(_record("clam_search", "clam", params, "n_found", found, f"h{index}"))
+    rows += [
+        _record("clam_baselines", "kmeans", {"init": init}, "sc", sc, init)
+        for init, sc in [("a", 0.37), ("b", 0.38)]
+    ]
+    (curve,) = figures.search_curves(pd.DataFrame(rows), "beta")
+    assert (curve.dataset, curve.values, curve.kmeans_sc) == ("zoo", [0.5, 2.4], 0.38)
+    np.testing.assert_equal(curve.sc, {5: [0.30, 0.40], 10: [0.35, np.nan]})
+    assert curve.partial == {5: [False, False], 10: [True, False]}
+    drawing = figures.draw_search_curves([curve], "Fig. 7")
+    assert len(drawing.axes) == 1 and drawing.axes[0].get_xscale() == "log"
+    # Fig. 8 (lr) holds β at 2.4: of these runs only the centre itself, at T = 5.
+    (lr_curve,) = figures.search_curves(pd.DataFrame(rows), "lr")
+    assert lr_curve.values == [0.1] and lr_curve.sc == {5: [0.40]}
