@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import matplotlib
 import numpy as np
@@ -17,6 +19,7 @@ from matplotlib import image
 
 from clusterbench.figures import clam as figures
 from clusterbench.figures import save_figure
+from tests.helpers import REPO
 
 matplotlib.use("Agg")
 
@@ -210,3 +213,18 @@ def test_search_curves_hold_the_other_hyperparameters_at_table6():
     # Fig. 8 (lr) holds β at 2.4: of these runs only the centre itself, at T = 5.
     (lr_curve,) = figures.search_curves(pd.DataFrame(rows), "lr")
     assert lr_curve.values == [0.1] and lr_curve.sc == {5: [0.40]}
+
+
+def test_the_script_draws_fig8_from_the_committed_search_and_skips_without_records(tmp_path):
+    """``scripts/clam_figures.py 8`` fits nothing: it draws the committed clam_search records
+    (the lr sweep on MovLib), and says what to run when a results folder has none."""
+    script = [sys.executable, str(REPO / "scripts" / "clam_figures.py"), "8", "--out", str(tmp_path)]
+    drawn = subprocess.run(
+        [*script, "--results", str(REPO / "results")], capture_output=True, text=True, cwd=REPO
+    )
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "clam_fig8.png").read_bytes().startswith(b"\x89PNG")
+    empty = subprocess.run(
+        [*script, "--results", str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO
+    )
+    assert empty.returncode == 0 and "experiment=clam_search" in empty.stdout

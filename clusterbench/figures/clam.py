@@ -40,7 +40,7 @@ from sklearn.cluster import KMeans
 from clusterbench.catalog import load_option
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.methods import CLAM, DEC
-from clusterbench.methods.clam import am_recursion
+from clusterbench.methods.clam import MASK_VALUES, am_recursion
 from clusterbench.metrics import ari, nmi, silhouette
 
 # The figures' β is the authors' code's (exp(−(β/2)‖ρ − x‖²)): eq. 4 gets β·FIGURE_BETA_SCALE.
@@ -462,7 +462,6 @@ SEARCH_LABELS = {
     "mask_prob": "mask probability",
     "mask_value": "mask value",
 }
-MASK_VALUES = ("mean", "min", "max")
 
 
 @dataclass(frozen=True)
