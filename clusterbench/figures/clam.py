@@ -449,9 +449,6 @@ def draw_toy_comparison(comparison: ToyComparison, title: str) -> Figure:
     return figure
 
 
-# --- Scales ----------------------------------------------------------------------------------------
-
-
 # --- Fig. 7-10: SC along each hyperparameter of the Table 5 search -----------------------------------
 # Drawn from the records of experiment clam_search (no fitting here): its sweeps move one
 # hyperparameter at a time around Table 6's values, for every T of the profile.
@@ -568,6 +565,9 @@ def draw_search_curves(curves: Sequence[SearchCurves], title: str) -> Figure:
         ax.set_axis_off()
     figure.suptitle(title, fontsize=10)
     return figure
+
+
+# --- Scales ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
