@@ -74,7 +74,7 @@ class TableOutputs:
     paths: list[Path]
 
 
-def _runs(records: pd.DataFrame) -> pd.DataFrame:
+def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     """One row per run (config hash) with a column per metric, plus its status, params, fit time
     and where its record lies (experiment, profile)."""
     keys = ["config_hash", "experiment", "profile", "dataset", "method", "variant", "seed", "params"]
@@ -468,7 +468,7 @@ def write_table(
 
     ``results_dir``: where the records' labels files lie (needed by protocol ``agreement``).
     """
-    cells = compute_cells(spec, _runs(records), results_dir)
+    cells = compute_cells(spec, wide_runs(records), results_dir)
     sources = ", ".join(spec.experiments)
     header = f"### {spec.title}\n\nProfile `{profile}`; records of {sources}. {spec.note}\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)

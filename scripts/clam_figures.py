@@ -14,6 +14,7 @@ searched so far. The computation and drawing live in ``clusterbench.figures.clam
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 
@@ -68,10 +69,15 @@ def toy(number: str, scale: figures.Scale):
     return figures.draw_toy_comparison(result, title)
 
 
+@functools.cache
+def search_records(results: Path):
+    """The records Fig. 7-10 draw, read once for all four."""
+    return load_records(results, "paper", ["clam_search", "clam_baselines"])
+
+
 def search(number: str, results: Path):
     parameter = figures.SEARCH_FIGURES[number]
-    records = load_records(results, "paper", ["clam_search", "clam_baselines"])
-    curves = figures.search_curves(records, parameter)
+    curves = figures.search_curves(search_records(results), parameter)
     if not curves:
         print(f"  no clam_search records under {results}: run  clusterbench run -m experiment=clam_search")
         return None

@@ -19,6 +19,7 @@ from matplotlib import image
 
 from clusterbench.figures import clam as figures
 from clusterbench.figures import save_figure
+from clusterbench.results import COLUMNS
 from tests.helpers import REPO
 
 matplotlib.use("Agg")
@@ -172,7 +173,7 @@ def test_figures_are_written_as_png_and_pdf(tmp_path):
 
 
 def _record(experiment: str, method: str, params: dict, metric: str, value: float, key: str) -> dict:
-    return {
+    return dict.fromkeys(COLUMNS) | {
         "experiment": experiment,
         "dataset": "zoo",
         "method": method,

@@ -11,7 +11,15 @@ import pytest
 from omegaconf import OmegaConf
 
 from clusterbench.results import COLUMNS, load_records, write_record
-from clusterbench.tables import build_table, compute_cells, relative_gain, select, win_loss, write_table
+from clusterbench.tables import (
+    build_table,
+    compute_cells,
+    relative_gain,
+    select,
+    wide_runs,
+    win_loss,
+    write_table,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,12 +72,6 @@ def spec(**overrides):
     return OmegaConf.create(base | overrides)
 
 
-def runs_of(records: pd.DataFrame) -> pd.DataFrame:
-    from clusterbench.tables import _runs
-
-    return _runs(records)
-
-
 GRID = frame(
     run("zoo", "kmeans", 0, {"init": "k-means++"}, {"sc": 0.30, "nmi": 0.9}),
     run("zoo", "kmeans", 0, {"init": "random"}, {"sc": 0.40, "nmi": 0.5}),
@@ -79,23 +81,23 @@ GRID = frame(
 
 
 def test_best_reports_the_metric_of_the_run_with_the_best_criterion():
-    chosen = select(runs_of(GRID), OmegaConf.create({"kind": "best", "by": "sc"}), "nmi")
+    chosen = select(wide_runs(GRID), OmegaConf.create({"kind": "best", "by": "sc"}), "nmi")
     assert chosen["ours"] == 0.5  # NMI of the best-SC run, not the best NMI
     assert chosen["selected"] == "init=random"
-    least = select(runs_of(GRID), OmegaConf.create({"kind": "best", "by": "sc", "mode": "min"}), "sc")
+    least = select(wide_runs(GRID), OmegaConf.create({"kind": "best", "by": "sc", "mode": "min"}), "sc")
     assert least["ours"] == 0.20
 
 
 def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     # k-means++: mean SC 0.33 over seeds 0 and 1; random: 0.30 — k-means++ wins despite the best single run.
-    chosen = select(runs_of(GRID), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "nmi")
+    chosen = select(wide_runs(GRID), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "nmi")
     assert chosen["selected"] == "init=k-means++"
     assert chosen["ours"] == pytest.approx(0.8)
     assert chosen["ours_std"] == pytest.approx(0.1)
 
 
 def test_mean_std_and_mean_best():
-    runs = runs_of(GRID)
+    runs = wide_runs(GRID)
     summary = select(runs, OmegaConf.create({"kind": "mean_std"}), "sc")
     assert summary["ours"] == pytest.approx(0.315)
     assert summary["ours_std"] == pytest.approx(pd.Series([0.30, 0.40, 0.36, 0.20]).std(ddof=0))
@@ -108,7 +110,7 @@ def test_unknown_protocol_is_a_user_error():
     from clusterbench.errors import UserError
 
     with pytest.raises(UserError, match="best, best_mean, mean_std, mean_best"):
-        select(runs_of(GRID), OmegaConf.create({"kind": "median"}), "sc")
+        select(wide_runs(GRID), OmegaConf.create({"kind": "median"}), "sc")
 
 
 def test_cells_put_ours_beside_the_paper_and_say_why_a_cell_is_empty():
@@ -117,7 +119,7 @@ def test_cells_put_ours_beside_the_paper_and_say_why_a_cell_is_empty():
         run("zoo", "clam", 0, {}, {"sc": 0.4100}),
         run("ecoli", "clam", 0, {}, {}, status="failed"),
     )
-    cells = compute_cells(spec(), runs_of(records)).set_index(["dataset", "column"])
+    cells = compute_cells(spec(), wide_runs(records)).set_index(["dataset", "column"])
     assert cells.loc[("zoo", "kmeans"), "ours"] == 0.3758
     assert cells.loc[("zoo", "kmeans"), "paper"] == 0.374
     assert cells.loc[("zoo", "kmeans"), "delta"] == pytest.approx(0.0018)
@@ -195,9 +197,9 @@ def test_require_all_clusters_drops_labelings_that_merged_clusters():
         run("ecoli", "spectral", 0, {"gamma": 0.1, "n_clusters": 8}, {"sc": 0.381, "n_found": 8}),
     )
     protocol = OmegaConf.create({"kind": "best", "by": "sc"})
-    assert select(runs_of(records), protocol, "sc")["ours"] == 0.836
+    assert select(wide_runs(records), protocol, "sc")["ours"] == 0.836
     protocol.require_all_clusters = True
-    chosen = select(runs_of(records), protocol, "sc")
+    chosen = select(wide_runs(records), protocol, "sc")
     assert chosen["ours"] == 0.381 and chosen["selected"] == "gamma=0.1"
 
 
@@ -218,7 +220,7 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
         gain=None,
         win_loss=[],
     )
-    cells = compute_cells(table, runs_of(records)).set_index(["dataset", "metric", "column"]).sort_index()
+    cells = compute_cells(table, wide_runs(records)).set_index(["dataset", "metric", "column"]).sort_index()
     assert cells.loc[("zoo", "inertia", "kr"), "ours"] == pytest.approx(1.3)  # mean 13 / 10
     assert cells.loc[("zoo", "inertia", "kr"), "ours_std"] == pytest.approx(0.1)
     assert cells.loc[("zoo", "inertia", "kr"), "delta"] == pytest.approx(0.1)
@@ -226,7 +228,9 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
     assert cells.loc[("zoo", "n_params", "kr"), "ours"] == pytest.approx(2 / 3)
     assert (cells.loc["ecoli", "status"] == "not available").all()
     # a ratio whose reference run is missing says so rather than showing a number or "ok"
-    lone = compute_cells(table, runs_of(frame(run("zoo", "kr", 0, {}, {"inertia": 12.0, "n_params": 60.0}))))
+    lone = compute_cells(
+        table, wide_runs(frame(run("zoo", "kr", 0, {}, {"inertia": 12.0, "n_params": 60.0})))
+    )
     lone = lone.set_index(["dataset", "metric", "column"]).sort_index()
     assert math.isnan(lone.loc[("zoo", "inertia", "kr"), "ours"])
     assert lone.loc[("zoo", "inertia", "kr"), "status"] == "no kmeans value"
@@ -235,7 +239,7 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
 
 def test_seeds_restricts_a_table_to_those_runs():
     table = spec(protocol={"kind": "mean_std"}, seeds=[1])
-    cells = compute_cells(table, runs_of(GRID)).set_index(["dataset", "column"])
+    cells = compute_cells(table, wide_runs(GRID)).set_index(["dataset", "column"])
     assert cells.loc[("zoo", "kmeans"), "ours"] == pytest.approx(0.28)  # seed 1's runs: 0.36 and 0.20
 
 
@@ -264,7 +268,7 @@ def test_mean_best_ranks_by_a_sum_of_metrics_and_per_metric_modes():
             "mode": {"phi": "min"},
         }
     )
-    runs = runs_of(records)
+    runs = wide_runs(records)
     assert select(runs, protocol, "phi")["ours_best"] == 3.0
     assert select(runs, protocol, "nmi")["ours_best"] == 0.90  # the run with purity + NMI 1.89
     chosen = select(runs, protocol, "purity")
@@ -292,7 +296,7 @@ def test_column_params_filter_and_mean_best_pairs_beside_the_paper():
         win_loss=[],
         paper={"sc": {"zoo": {"one": [0.25, 0.45], "db": [0.3, 0.3]}}},
     )
-    cells = compute_cells(table, runs_of(records)).set_index("column")
+    cells = compute_cells(table, wide_runs(records)).set_index("column")
     assert cells.loc["one", ["ours", "ours_best"]].tolist() == pytest.approx([0.3, 0.4])
     assert cells.loc["two", ["ours", "ours_best"]].tolist() == pytest.approx([0.7, 0.8])
     assert cells.loc["db", ["ours", "ours_best"]].tolist() == pytest.approx([0.3, 0.3])  # its one tuned run
@@ -301,7 +305,7 @@ def test_column_params_filter_and_mean_best_pairs_beside_the_paper():
     )
     from clusterbench.tables import render
 
-    shown = render(table, compute_cells(table, runs_of(records)), latex=False).iloc[0]
+    shown = render(table, compute_cells(table, wide_runs(records)), latex=False).iloc[0]
     assert shown["C′ = 1 (ours)"] == "0.300 / 0.400" and shown["C′ = 1 (paper)"] == "0.250 / 0.450"
 
 
@@ -313,7 +317,7 @@ def test_committed_paper_records_reproduce_table_s1():
     records = load_records(REPO / "results", "paper", ["kcprime_tableS1"])
     if records.empty:
         pytest.skip("no committed paper records")
-    cells = compute_cells(table_spec("kcprime_tableS1"), runs_of(records))
+    cells = compute_cells(table_spec("kcprime_tableS1"), wide_runs(records))
     cells = cells.set_index(["dataset", "metric", "column"]).sort_index()
     grid = cells.loc["birch_grid", "log_likelihood"]
     assert grid.loc["kmeans", "n_runs"] == grid.loc["kcprime", "n_runs"] == 100

@@ -42,6 +42,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.methods import CLAM, DEC
 from clusterbench.methods.clam import MASK_VALUES, am_recursion
 from clusterbench.metrics import ari, nmi, silhouette
+from clusterbench.tables import wide_runs
 
 # The figures' β is the authors' code's (exp(−(β/2)‖ρ − x‖²)): eq. 4 gets β·FIGURE_BETA_SCALE.
 FIGURE_BETA_SCALE = 0.5
@@ -474,16 +475,6 @@ class SearchCurves:
     kmeans_sc: float  # Table 1's k-means cell (best SC of its grid); NaN if not run
 
 
-def _ok_runs(records: pd.DataFrame, experiment: str, method: str, metric: str) -> pd.DataFrame:
-    keep = (
-        (records["experiment"] == experiment)
-        & (records["method"] == method)
-        & (records["metric"] == metric)
-        & (records["status"] == "ok")
-    )
-    return records[keep]
-
-
 def search_curves(records: pd.DataFrame, parameter: str) -> list[SearchCurves]:
     """SC of clam_search's runs against ``parameter`` (Fig. 7: beta, 8: lr, 9: mask_prob,
     10: mask_value), per data set and T, the other searched hyperparameters at Table 6's values.
@@ -493,21 +484,22 @@ def search_curves(records: pd.DataFrame, parameter: str) -> list[SearchCurves]:
     if parameter not in SEARCH_LABELS:
         raise ValueError(f"parameter must be one of {', '.join(SEARCH_LABELS)}, got '{parameter}'")
     table6 = load_option("tuned", "clam_table6")
-    runs = _ok_runs(records, "clam_search", "clam", "sc")
-    found = _ok_runs(records, "clam_search", "clam", "n_found").set_index("config_hash")["value"]
-    kmeans = _ok_runs(records, "clam_baselines", "kmeans", "sc")
+    runs = wide_runs(records)
+    runs = runs[runs["status"] == "ok"]
+    search = runs[(runs["experiment"] == "clam_search") & (runs["method"] == "clam")]
+    kmeans = runs[(runs["experiment"] == "clam_baselines") & (runs["method"] == "kmeans")]
+    held = [name for name in SEARCH_LABELS if name != parameter]
     curves = []
-    for dataset in sorted(set(runs["dataset"]) & set(table6)):
+    for dataset in sorted(set(search["dataset"]) & set(table6)):
         centre = OmegaConf.to_container(table6[dataset])
-        held = [name for name in SEARCH_LABELS if name != parameter]
         points, incomplete = {}, {}
-        mine = runs[runs["dataset"] == dataset]
-        for params, value, key in zip(mine["params"], mine["value"], mine["config_hash"], strict=True):
+        mine = search[search["dataset"] == dataset].reindex(columns=["params", "sc", "n_found"])
+        for params, sc, found in zip(mine["params"], mine["sc"], mine["n_found"], strict=True):
             params = json.loads(params)
             if all(params[name] == centre[name] for name in held):
                 point = params["steps"], params[parameter]
-                points[point] = value
-                incomplete[point] = found.get(key, params["n_clusters"]) < params["n_clusters"]
+                points[point] = sc
+                incomplete[point] = found < params["n_clusters"]  # NaN (not recorded): complete
         if not points:
             continue
         order = MASK_VALUES if parameter == "mask_value" else sorted({value for _, value in points})
@@ -515,7 +507,9 @@ def search_curves(records: pd.DataFrame, parameter: str) -> list[SearchCurves]:
         steps = sorted({t for t, _ in points})
         sc = {t: [points.get((t, value), float("nan")) for value in values] for t in steps}
         partial = {t: [incomplete.get((t, value), False) for value in values] for t in steps}
-        baseline = kmeans.loc[kmeans["dataset"] == dataset, "value"]
+        baseline = (
+            kmeans.loc[kmeans["dataset"] == dataset, "sc"] if "sc" in kmeans else pd.Series(dtype=float)
+        )
         curves.append(
             SearchCurves(
                 dataset,
