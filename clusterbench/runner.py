@@ -16,6 +16,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -155,6 +156,23 @@ def check_threads(threads) -> int | None:
     return threads
 
 
+def fit_timeout(timeout_s, method_name: str) -> float | None:
+    """``timeout_s`` (config key) for one method's fits: seconds, or None for no limit.
+
+    ``timeout_s`` is a number for every fit, or a map ``{method name: seconds}`` that limits only
+    the methods it names: an experiment caps the one method that can hang (spectral's eigensolver)
+    without cutting short the fits that are long by nature (k-means with 1000 restarts on 60k points).
+    """
+    limit = timeout_s.get(method_name) if isinstance(timeout_s, Mapping) else timeout_s
+    is_seconds = isinstance(limit, int | float) and not isinstance(limit, bool) and limit > 0
+    if limit is not None and not is_seconds:
+        raise UserError(
+            f"timeout_s for method '{method_name}' must be seconds > 0 or null, got {limit!r} "
+            "(timeout_s: seconds for every method, or a map {method name: seconds})"
+        )
+    return limit
+
+
 def limit_torch_threads(threads: int | None) -> None:
     """Give torch ``threads`` CPU threads, if the estimator's module has loaded torch at all.
 
@@ -184,6 +202,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     threads = check_threads(cfg.get("threads"))
     seed = int(cfg.seed)
     method = method_config(cfg)
+    timeout = fit_timeout(cfg.get("timeout_s"), method.name)
     results_dir = Path(cfg.results_dir)
     job_identity = {
         "experiment": experiment,
@@ -221,7 +240,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "config_hash": key,
             "clusterbench_version": __version__,
         }
-        outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, cfg.get("timeout_s"))
+        outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
         outcome.path = path
         base["fit_seconds"] = outcome.fit_seconds
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")

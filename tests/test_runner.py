@@ -15,7 +15,7 @@ from omegaconf import OmegaConf, open_dict
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.results import is_complete, read_record
-from clusterbench.runner import PointResult, method_label, run_job, summary_line
+from clusterbench.runner import PointResult, fit_timeout, method_label, run_job, summary_line
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
@@ -244,6 +244,22 @@ def test_a_fit_past_timeout_s_is_recorded_as_timeout_and_not_retried(tmp_path):
     frame = read_record(outcome.path)
     assert list(frame["status"]) == ["timeout"] and frame["value"].isna().all()
     assert [o.status for o in run_job(cfg)] == ["timeout"]  # kept on a rerun, not refitted
+
+
+def test_a_timeout_map_limits_only_the_methods_it_names(tmp_path):
+    sleeper = "method.estimator._target_=tests.test_runner.Sleeper"
+    cfg = compose_config(tmp_path, "dataset=iris", "timeout_s={kmeans: 0.5, spectral: 1000}", sleeper)
+    [outcome] = run_job(cfg)  # the job's method is named kmeans (its estimator is the sleeper)
+    assert outcome.status == "timeout" and "timeout_s=0.5" in outcome.error
+    assert fit_timeout(cfg.timeout_s, "spectral") == 1000
+    assert fit_timeout(cfg.timeout_s, "clam") is None  # a method the map leaves out runs unbounded
+    assert fit_timeout(30, "clam") == 30 and fit_timeout(None, "clam") is None
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1, "1h", True, {"kmeans": "soon"}])
+def test_an_invalid_timeout_is_a_user_error_naming_the_method(timeout_s):
+    with pytest.raises(UserError, match="timeout_s for method 'kmeans' must be seconds > 0 or null"):
+        fit_timeout(timeout_s, "kmeans")
 
 
 def test_method_overrides_set_a_datasets_tuned_hyperparameters_under_the_grid(tmp_path):
