@@ -32,7 +32,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import config_hash, finished_record, record_path, write_record
-from clusterbench.validation import DEVICES, is_int, resolve_device
+from clusterbench.validation import DEVICES, is_int, is_real, resolve_device
 
 
 @dataclass
@@ -164,8 +164,7 @@ def fit_timeout(timeout_s, method_name: str) -> float | None:
     without cutting short the fits that are long by nature (k-means with 1000 restarts on 60k points).
     """
     limit = timeout_s.get(method_name) if isinstance(timeout_s, Mapping) else timeout_s
-    is_seconds = isinstance(limit, int | float) and not isinstance(limit, bool) and limit > 0
-    if limit is not None and not is_seconds:
+    if limit is not None and not (is_real(limit) and limit > 0):
         raise UserError(
             f"timeout_s for method '{method_name}' must be seconds > 0 or null, got {limit!r} "
             "(timeout_s: seconds for every method, or a map {method name: seconds})"

@@ -485,7 +485,8 @@ def search_curves(records: pd.DataFrame, parameter: str) -> list[SearchCurves]:
         raise ValueError(f"parameter must be one of {', '.join(SEARCH_LABELS)}, got '{parameter}'")
     table6 = load_option("tuned", "clam_table6")
     runs = wide_runs(records)
-    runs = runs[runs["status"] == "ok"]
+    # A metric that no record holds becomes a NaN column (n_found NaN: the run counts as complete).
+    runs = runs[runs["status"] == "ok"].reindex(columns=runs.columns.union(["sc", "n_found"], sort=False))
     search = runs[(runs["experiment"] == "clam_search") & (runs["method"] == "clam")]
     kmeans = runs[(runs["experiment"] == "clam_baselines") & (runs["method"] == "kmeans")]
     held = [name for name in SEARCH_LABELS if name != parameter]
@@ -493,7 +494,7 @@ def search_curves(records: pd.DataFrame, parameter: str) -> list[SearchCurves]:
     for dataset in sorted(set(search["dataset"]) & set(table6)):
         centre = OmegaConf.to_container(table6[dataset])
         points, incomplete = {}, {}
-        mine = search[search["dataset"] == dataset].reindex(columns=["params", "sc", "n_found"])
+        mine = search[search["dataset"] == dataset]
         for params, sc, found in zip(mine["params"], mine["sc"], mine["n_found"], strict=True):
             params = json.loads(params)
             if all(params[name] == centre[name] for name in held):
@@ -507,9 +508,7 @@ def search_curves(records: pd.DataFrame, parameter: str) -> list[SearchCurves]:
         steps = sorted({t for t, _ in points})
         sc = {t: [points.get((t, value), float("nan")) for value in values] for t in steps}
         partial = {t: [incomplete.get((t, value), False) for value in values] for t in steps}
-        baseline = (
-            kmeans.loc[kmeans["dataset"] == dataset, "sc"] if "sc" in kmeans else pd.Series(dtype=float)
-        )
+        baseline = kmeans.loc[kmeans["dataset"] == dataset, "sc"]
         curves.append(
             SearchCurves(
                 dataset,
