@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PROFILE ?= smoke
 # The experiments whose records feed the tables of the methods implemented so far.
-EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2 kcprime_tableS1
+EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2 kr_restart_odds kcprime_tableS1
 RESULTS ?= results
 # Tests and CI read the datasets from ../shared/datasets when it exists and nothing else is set.
 export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))

@@ -14,6 +14,11 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
 * ``mean_std``: mean ± std of ``metric`` over all runs.
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``
   (the k-means-C′ paper's Table S1); the paper's values are then ``[mean, best]`` pairs.
+* ``best_of``: the runs are single restarts (seeds) of a protocol that keeps the best of
+  ``protocol.restarts`` of them by ``by``; the cell is the exact distribution of that kept run's
+  ``metric`` over every ``restarts``-subset of the runs (not resampled): its mean ± std, and the
+  chance ``reach`` that it reaches the paper's value less ``protocol.reach_within`` (its
+  rounding), printed as ``[P 0.70]``. How often one run of a paper's protocol reproduces a cell.
 * ``agreement``: the partitions of two runs compared (CLAM Table 8): the cell's run and the
   ``protocol.reference`` column's run on the same dataset, each chosen as ``best`` chooses it;
   ``metric`` (``nmi`` or ``ari``, ``average_method`` for NMI) is computed between their predicted
@@ -60,9 +65,10 @@ from clusterbench.catalog import load_option
 from clusterbench.errors import UserError
 from clusterbench.metrics import agreement
 from clusterbench.results import atomic_write_text, load_records, read_labels, record_path
+from clusterbench.validation import is_int
 
 # Protocols that choose among one cell's runs, and all protocols (agreement chooses two runs).
-SELECTIONS = ("best", "best_mean", "mean_std", "mean_best")
+SELECTIONS = ("best", "best_mean", "mean_std", "mean_best", "best_of")
 PROTOCOLS = (*SELECTIONS, "agreement")
 AGREEMENT_METRICS = ("nmi", "ari")
 
@@ -133,16 +139,41 @@ def _best_first(runs: pd.DataFrame, by: list[str], ascending: bool) -> pd.DataFr
     return runs.loc[order]
 
 
-def select(runs: pd.DataFrame, protocol, metric: str) -> dict:
-    """Apply ``protocol`` to one cell's successful runs; returns ours, ours_std, ours_best, selected."""
+def best_of_weights(n_runs: int, restarts: int) -> np.ndarray:
+    """P(the run ranked j-th of ``n_runs``, best first, is the best of ``restarts`` of them drawn
+    without replacement) = C(n_runs − 1 − j, restarts − 1) / C(n_runs, restarts)."""
+    subsets = math.comb(n_runs, restarts)
+    return np.array([math.comb(n_runs - 1 - j, restarts - 1) / subsets for j in range(n_runs)])
+
+
+def _best_of(ranked: pd.DataFrame, protocol, metric: str, paper: float) -> dict:
+    """Protocol ``best_of`` on a cell's runs ranked best first (see the module docstring)."""
+    restarts = protocol.restarts
+    if len(ranked) < restarts:
+        return {"status": f"{len(ranked)} runs, fewer than restarts={restarts}"}
+    weights, values = best_of_weights(len(ranked), restarts), ranked[metric].to_numpy(dtype=float)
+    mean = float(weights @ values)
+    chosen = {"ours": mean, "ours_std": math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0))}
+    if not math.isnan(paper):
+        chosen["reach"] = float(weights @ (values >= paper - protocol.get("reach_within", 0.0)))
+    return chosen
+
+
+def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan) -> dict:
+    """Apply ``protocol`` to one cell's successful runs; returns ours, ours_std, ours_best,
+    selected (``best_of``: ours, ours_std and reach, the chance of reaching ``paper``)."""
     by, ascending = ranking(protocol, metric)
     kind = protocol.kind
     if kind not in SELECTIONS:
         raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(SELECTIONS)}")
+    if kind == "best_of" and not (is_int(protocol.get("restarts")) and protocol.restarts >= 1):
+        raise UserError(f"protocol best_of needs restarts, an integer ≥ 1, got {protocol.get('restarts')!r}")
     grid = runs["params"]  # the grid point is named against every run of the cell
     valid = _candidates(runs, protocol, [*by, metric])
     if valid.empty:
         return {}
+    if kind == "best_of":
+        return _best_of(_best_first(valid, by, ascending), protocol, metric, paper)
     best = _best_first(valid, by, ascending).iloc[0]
     if kind == "best":
         return {"ours": best[metric], "selected": _grid_point(best["params"], grid)}
@@ -241,13 +272,13 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
             for column, col in spec.columns.items():
                 cell_runs = _column_runs(runs, dataset, col)
                 protocol = column_protocol(spec.protocol, col)
+                reported = OmegaConf.select(spec, f"paper.{metric}.{dataset}.{column}")
+                paper, paper_best = _paper_values(reported)
                 if kind == "agreement":
                     reference_runs = _column_runs(runs, dataset, spec.protocol.reference)
                     chosen = agreement_cell(cell_runs, reference_runs, protocol, metric, results_dir)
                 else:
-                    chosen = select(cell_runs[cell_runs["status"] == "ok"], protocol, metric)
-                reported = OmegaConf.select(spec, f"paper.{metric}.{dataset}.{column}")
-                paper, paper_best = _paper_values(reported)
+                    chosen = select(cell_runs[cell_runs["status"] == "ok"], protocol, metric, paper)
                 ours = chosen.get("ours", math.nan)
                 # A best-run column in a mean_best table (DBSCAN at its tuned parameters): its one
                 # selected run is both its mean and its best, as the k-means-C′ paper prints it.
@@ -269,6 +300,7 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                         "n_runs": len(cell_runs),
                         "selected_params": chosen.get("selected", ""),
                     }
+                    | ({"reach": chosen.get("reach", math.nan)} if kind == "best_of" else {})
                 )
     cells = pd.DataFrame(rows)
     for dataset, why in (spec.get("unavailable") or {}).items():
@@ -381,7 +413,8 @@ def _format(
 def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
     """The display frame: a row per dataset (x metric), 'ours' beside 'paper' for every column.
 
-    Protocol ``mean_best`` prints each cell as "mean / best"; bold marks the best mean.
+    Protocol ``mean_best`` prints each cell as "mean / best", ``best_of`` as "mean ± std [P reach]";
+    bold marks the best mean.
     """
     reference = OmegaConf.select(spec, "gain.reference")
     multi_metric = len(spec.metrics) > 1
@@ -407,6 +440,9 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
                     std,
                     cell.loc[column, f"{side}_best"],
                 )
+                reach = cell.loc[column, "reach"] if side == "ours" and "reach" in cell else math.nan
+                if text and not math.isnan(reach):
+                    text += f" [P {reach:.2f}]"
                 if not text and side == "ours" and cell.loc[column, "status"] != "missing":
                     text = cell.loc[column, "status"]
                 line[(column, side)] = text or "—"
