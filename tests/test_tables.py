@@ -375,8 +375,8 @@ def test_committed_paper_records_reproduce_table_s1():
 
 
 def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery():
-    """Issue 4's Stickfigures and R15 cells: the least inertia of all 300 single restarts gives the
-    paper's value, but one run of the protocol (best of 20) reaches it only part of the time."""
+    """Issue 4's cells: the least inertia of all 300 single restarts gives the paper's Stickfigures
+    and R15 values, but one run of the protocol (best of 20) reaches them only part of the time."""
     from clusterbench.tables import table_spec
 
     records = load_records(REPO / "results", "paper", ["kr_restart_odds"])
@@ -390,3 +390,7 @@ def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery(
     cells = compute_cells(table_spec("kr_restart_odds"), runs).set_index(["dataset", "metric", "column"])
     assert 0.6 <= cells.loc[("stickfigures", "ari", "kr_sum"), "reach"] <= 0.8  # measured 0.70
     assert 0.25 <= cells.loc[("r15", "ari", "kr_product"), "reach"] <= 0.45  # measured 0.34
+    # CMU faces' k-means (h1·h2) cell, 0.695 at seed 42 against the paper's 0.754, is the spread
+    # of one run: over all runs of the protocol its mean is the paper's value.
+    cmu = cells.loc[("cmu_faces", "ari", "kmeans")]
+    assert abs(cmu["ours"] - cmu["paper"]) <= 0.02 and cmu["ours_std"] >= 0.03  # measured 0.755 ± 0.049
