@@ -11,6 +11,13 @@ def _protocentroid_budget(n_clusters, n_sets=2) -> int:
     return protocentroid_budget(n_clusters, n_sets)
 
 
+def _seeds(count) -> list[int]:
+    return list(range(int(count)))
+
+
 # ${protocentroid_budget:K[,P]} in a config: h1 + ... + hp for k = K (the Khatri-Rao paper's
 # "k-means (h1 + h2)" baseline takes that many centroids).
 OmegaConf.register_new_resolver("protocentroid_budget", _protocentroid_budget, replace=True)
+# ${seeds:N} in a config: the list 0, 1, ..., N - 1 (a grid over random_state whose length a
+# profile sets, e.g. experiment kr_restart_odds' single restarts).
+OmegaConf.register_new_resolver("seeds", _seeds, replace=True)

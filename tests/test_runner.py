@@ -345,3 +345,15 @@ def test_method_seeds_run_a_method_at_the_listed_seeds_only(tmp_path, kmeans_fit
     assert kmeans_fits == [] and record_files(tmp_path) == []
     outcomes = run_job(iris(tmp_path, "seed=0", "+method_seeds.kmeans=[0]", "+method_seeds.dbscan=[0]"))
     assert [o.status for o in outcomes] == ["ok"] and len(record_files(tmp_path)) == 1
+
+
+def test_a_grid_over_random_state_sized_by_the_profile_fits_one_restart_per_seed(tmp_path):
+    # Experiment kr_restart_odds: ${seeds:${profile.restart_odds_runs}} = 0..39 under smoke.
+    require_cached("zoo")
+    cfg = compose_config(
+        tmp_path, "experiment=kr_restart_odds", "method=kmeans_kr", "dataset=zoo", "profile=smoke"
+    )
+    outcomes = run_job(cfg)
+    states = [json.loads(read_record(o.path)["params"].iloc[0])["random_state"] for o in outcomes]
+    assert states == list(range(40))
+    assert len({o.scores["inertia"] for o in outcomes}) > 1  # restarts differ
