@@ -14,7 +14,7 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
 * ``mean_std``: mean ± std of ``metric`` over all runs.
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``
   (the k-means-C′ paper's Table S1); the paper's values are then ``[mean, best]`` pairs.
-* ``best_of``: the runs are single restarts (seeds) of a protocol that keeps the best of
+* ``best_of``: the runs are single restarts (one per seed) of a protocol that keeps the best of
   ``protocol.restarts`` of them by ``by``; the cell is the exact distribution of that kept run's
   ``metric`` over every ``restarts``-subset of the runs (not resampled): its mean ± std, and the
   chance ``reach`` that it reaches the paper's value less ``protocol.reach_within`` (its
@@ -153,7 +153,7 @@ def _best_of(ranked: pd.DataFrame, protocol, metric: str, paper: float) -> dict:
         return {"status": f"{len(ranked)} runs, fewer than restarts={restarts}"}
     weights, values = best_of_weights(len(ranked), restarts), ranked[metric].to_numpy(dtype=float)
     mean = float(weights @ values)
-    chosen = {"ours": mean, "ours_std": math.sqrt(max(float(weights @ (values - mean) ** 2), 0.0))}
+    chosen = {"ours": mean, "ours_std": math.sqrt(float(weights @ (values - mean) ** 2))}
     if not math.isnan(paper):
         chosen["reach"] = float(weights @ (values >= paper - protocol.get("reach_within", 0.0)))
     return chosen
