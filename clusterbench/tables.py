@@ -44,6 +44,9 @@ k-means-C′ with C′ = 1 beside C′ = 2 from one sweep).
 ``ratio_to: {metric: column}`` reports that metric relative to the named column on the same
 dataset (the Khatri-Rao paper's inertia and parameter ratios to k-means with h1·h2 centroids).
 ``extends: <table>`` takes that table's spec and changes only the keys given (e.g. its seeds).
+``paper_from: <table>`` takes the paper's values from that table's spec, only those of this
+table's metrics, rows and columns (a table that re-reads some of another's cells under another
+protocol); ``paper`` entries of its own are merged over them.
 ``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed).
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
 ``not available`` (the reason goes to the CSV) instead of the row silently missing.
@@ -477,12 +480,29 @@ def _wl_rows(spec, cells: pd.DataFrame) -> dict:
 
 
 def table_spec(name: str) -> DictConfig:
-    """The spec ``conf/table/<name>.yaml``; one with ``extends: <other>`` is merged over that table's."""
+    """The spec ``conf/table/<name>.yaml``; one with ``extends: <other>`` is merged over that table's,
+    one with ``paper_from: <other>`` borrows that table's paper values for its own cells."""
     spec = load_option("table", name)
     if spec.get("extends"):
         spec = OmegaConf.merge(table_spec(spec.extends), spec)
+    if spec.get("paper_from"):
+        borrowed = _paper_within(table_spec(spec.paper_from).paper, spec)
+        spec.paper = OmegaConf.merge(borrowed, spec.get("paper", {}))
     spec.name = name
     return spec
+
+
+def _paper_within(paper: DictConfig, spec: DictConfig) -> dict:
+    """The entries of ``paper`` (metric -> dataset -> column -> value) that ``spec`` has cells for."""
+    return {
+        metric: {
+            dataset: {column: value for column, value in by_column.items() if column in spec.columns}
+            for dataset, by_column in paper[metric].items()
+            if dataset in spec.rows
+        }
+        for metric in spec.metrics
+        if metric in paper
+    }
 
 
 def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = False) -> TableOutputs | None:

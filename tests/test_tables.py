@@ -300,6 +300,37 @@ def test_a_table_that_extends_another_changes_only_its_own_keys():
     assert seeds.paper == base.paper and seeds.columns == base.columns
 
 
+def test_paper_from_borrows_another_tables_values_for_its_own_cells_only():
+    from clusterbench.tables import table_spec
+
+    odds, table2 = table_spec("kr_restart_odds"), table_spec("kr_table2")
+    assert odds.paper_from == "kr_table2" and set(odds.paper) == {"ari", "acc", "nmi"}
+    for metric, by_dataset in odds.paper.items():
+        assert set(by_dataset) == set(odds.rows)  # no MNIST, no HAR: rows of kr_table2 only
+        for dataset, by_column in by_dataset.items():
+            assert set(by_column) == set(odds.columns)  # no k-means (h1+h2) column
+            for column, value in by_column.items():
+                assert value == table2.paper[metric][dataset][column]
+    assert odds.paper.ari.r15.kr_product == 0.919
+
+
+def test_a_tables_own_paper_values_stand_over_the_borrowed_ones(monkeypatch):
+    import clusterbench.tables as tables
+
+    specs = {
+        "source": {"paper": {"sc": {"zoo": {"kmeans": 0.3, "clam": 0.4}, "ecoli": {"kmeans": 0.2}}}},
+        "reader": {
+            "metrics": ["sc"],
+            "rows": {"zoo": "Zoo"},
+            "columns": {"kmeans": {"method": "kmeans"}},
+            "paper_from": "source",
+            "paper": {"sc": {"zoo": {"kmeans": 0.35}}},
+        },
+    }
+    monkeypatch.setattr(tables, "load_option", lambda group, name: OmegaConf.create(specs[name]))
+    assert OmegaConf.to_container(tables.table_spec("reader").paper) == {"sc": {"zoo": {"kmeans": 0.35}}}
+
+
 def test_mean_best_ranks_by_a_sum_of_metrics_and_per_metric_modes():
     # k-means-C′ Table S1: φ's best is its least value; purity and NMI come from the run with
     # the highest purity + NMI, which need not hold the best NMI.
