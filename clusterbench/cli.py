@@ -81,11 +81,62 @@ def open_estimator_overrides(words: list[str]) -> list[str]:
     return [f"++{word}" if word.startswith("method.estimator.") else word for word in words]
 
 
+def check_overrides(words: list[str]) -> None:
+    """Compose the config as the app will, each sweep at its first value, so that an override
+    Hydra refuses (bad syntax, a key not in the config) fails here in one line, not Hydra's five."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    # Hydra's flags (-m, --cfg job, …) are not overrides; "~key" deletes a key.
+    overrides = [word for word in words if word.startswith("~") or ("=" in word and word[0] != "-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        raise UserError(f"cannot parse the overrides: {_first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
+    first = []
+    for override in parsed:
+        if override.is_sweep_override():
+            value = next(iter(override.sweep_string_iterator()))
+            first.append(f"{override.get_key_element()}={value}")
+        else:
+            first.append(override.input_line)
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        try:
+            compose(config_name="config", overrides=first)
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise UserError(_composition_error(exc)) from None
+
+
+OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0].rstrip(".")
+
+
+def _composition_error(exc: BaseException) -> str:
+    """Hydra's "Could not override 'k'. / To append … use +k=v" and its cause, as one line."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    message = _lower_first(lines[0].rstrip("."))
+    if exc.__cause__ is not None:
+        cause = _first_line(exc.__cause__).replace("is not in struct", "is not in the config")
+        message += f": {_lower_first(cause)}"
+    hint = next((line for line in lines[1:] if line.startswith("To append")), None)
+    return f"{message}; {_lower_first(hint)}" if hint else message
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
 def command_run(words: list[str]) -> int:
     """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
     from clusterbench.results import failed_since
 
     check_group_overrides(words)
+    check_overrides(open_estimator_overrides(words))
     given = [w.split("=", 1)[1] for w in words if w.startswith("results_dir=")]
     results_dir = Path(given[-1] if given else "results")
     started = time.time() - 1  # file times have coarse resolution on some file systems

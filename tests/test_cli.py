@@ -67,6 +67,20 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        ("nope=3", ["could not override 'nope'", "not in the config", "+nope=3"]),
+        ("grids.clam={beta_scale:[1]}", ["could not override 'grids.clam'", "+grids.clam="]),
+        ("grids.clam.beta=[1", ["cannot parse the overrides", "'[1'", "override_grammar"]),
+    ],
+)
+def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
+    result = run_cli("run", "-m", "dataset=iris,zoo", override, "profile=smoke", f"results_dir={tmp_path}")
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize("k", ["1", "1000"])
 def test_n_clusters_out_of_range_exits_2_naming_it(tmp_path, k):
     require_cached("zoo")
