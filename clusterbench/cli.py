@@ -58,20 +58,6 @@ def hydra_job(cfg: DictConfig) -> None:
         sys.exit(2)
 
 
-_SWEEP_FUNCTION = re.compile(r"^\w+\(")
-
-
-def check_group_overrides(words: list[str]) -> None:
-    """Name unknown datasets, methods, … before Hydra starts (its own message is a stack of lines)."""
-    for word in words:
-        key, sep, value = word.lstrip("+").partition("=")
-        if not sep or key not in GROUPS or _SWEEP_FUNCTION.match(value):
-            continue
-        for name in value.split(","):
-            if name and name != "null":
-                check_option(key, name)
-
-
 def open_estimator_overrides(words: list[str]) -> list[str]:
     """``method.estimator.K=V`` → ``++method.estimator.K=V``: any hyperparameter may be set.
 
@@ -81,9 +67,15 @@ def open_estimator_overrides(words: list[str]) -> list[str]:
     return [f"++{word}" if word.startswith("method.estimator.") else word for word in words]
 
 
+OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+
 def check_overrides(words: list[str]) -> None:
-    """Compose the config as the app will, each sweep at its first value, so that an override
-    Hydra refuses (bad syntax, a key not in the config) fails here in one line, not Hydra's five."""
+    """Fail in one line, before Hydra starts, on an override it would refuse in a stack of lines:
+    bad syntax, an unknown dataset, method, … (every value of a sweep), a key not in the config.
+
+    The keys are checked by composing the config as the app will, each sweep at its first value.
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -95,21 +87,39 @@ def check_overrides(words: list[str]) -> None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
         raise UserError(f"cannot parse the overrides: {_first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
-    first = []
+    composable = []
     for override in parsed:
-        if override.is_sweep_override():
-            value = next(iter(override.sweep_string_iterator()))
-            first.append(f"{override.get_key_element()}={value}")
-        else:
-            first.append(override.input_line)
+        if override.is_delete():
+            composable.append(override.input_line)
+            continue
+        values = _values(override)
+        if values is None:
+            continue  # glob() and interval() need the config loader: Hydra checks them itself
+        group = override.key_or_group
+        if group in GROUPS:
+            for name in values:
+                if name == "null":  # Hydra raises a traceback for it
+                    raise UserError(f"{group}=null selects nothing; leave {group} out or delete it: ~{group}")
+                check_option(group, name)
+        sweep = override.is_sweep_override()
+        composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
-            compose(config_name="config", overrides=first)
+            compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
 
 
-OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
+def _values(override) -> list[str] | None:
+    """An override's value, or every value of a choice/range sweep; None for glob and interval."""
+    if not override.is_sweep_override():
+        return [override.get_value_element_as_str()]
+    from hydra.errors import HydraException
+
+    try:
+        return list(override.sweep_string_iterator())
+    except HydraException:
+        return None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -135,7 +145,6 @@ def command_run(words: list[str]) -> int:
     """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
     from clusterbench.results import failed_since
 
-    check_group_overrides(words)
     check_overrides(open_estimator_overrides(words))
     given = [w.split("=", 1)[1] for w in words if w.startswith("results_dir=")]
     results_dir = Path(given[-1] if given else "results")

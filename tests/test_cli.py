@@ -73,12 +73,20 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
         ("nope=3", ["could not override 'nope'", "not in the config", "+nope=3"]),
         ("grids.clam={beta_scale:[1]}", ["could not override 'grids.clam'", "+grids.clam="]),
         ("grids.clam.beta=[1", ["cannot parse the overrides", "'[1'", "override_grammar"]),
+        ("experiment=clam_table10,null", ["experiment=null selects nothing", "~experiment"]),
     ],
 )
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
     result = run_cli("run", "-m", "dataset=iris,zoo", override, "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_glob_sweep_which_only_hydra_can_expand_still_runs(tmp_path):
+    require_cached("zoo")
+    result = run_cli("run", "-m", "dataset=glob(zo*)", "profile=smoke", f"results_dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("zoo  kmeans  seed=0 |") == 1 and len(record_files(tmp_path)) == 1
 
 
 @pytest.mark.parametrize("k", ["1", "1000"])
