@@ -7,6 +7,7 @@ import numbers
 from collections.abc import Callable, Iterable
 
 import numpy as np
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from clusterbench.errors import HyperparameterError
 
@@ -33,11 +34,33 @@ def check_hyperparameters(estimator, checks: Iterable[tuple[str, Callable, str]]
             raise HyperparameterError(f"{type(estimator).__name__} {name} must be {allowed}, got {value!r}")
 
 
+# The last checks of every torch estimator's list.
+SEED_AND_DEVICE_CHECKS = (
+    ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer ≥ 0"),
+    ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+)
+
+
+def check_predict_input(estimator, X, fitted_attribute: str) -> np.ndarray:
+    """``X`` for ``estimator.predict``: fitted, a 2-D float array with the fitted number of features."""
+    check_is_fitted(estimator, fitted_attribute)
+    X = check_array(X, dtype=[np.float64, np.float32])
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} was fitted with "
+            f"{estimator.n_features_in_}"
+        )
+    return X
+
+
+def _seed63(entropy=None) -> int:
+    """A 63-bit seed hashed from ``entropy`` (fresh OS entropy when None)."""
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
+
+
 def resolve_seed(random_state: int | None) -> int:
     """``random_state`` itself, or a fresh random 63-bit seed when it is None."""
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0]) >> 1
-    return int(random_state)
+    return _seed63() if random_state is None else int(random_state)
 
 
 def resolve_device(device: str) -> str:
@@ -64,8 +87,4 @@ def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
     fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
     """
     base = resolve_seed(random_state)
-    hashed = [
-        int(np.random.SeedSequence([base, r]).generate_state(1, np.uint64)[0]) >> 1
-        for r in range(1, restarts)
-    ]
-    return [base, *hashed]
+    return [base, *(_seed63([base, r]) for r in range(1, restarts))]

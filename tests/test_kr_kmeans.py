@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -169,14 +171,25 @@ def test_set_sizes_are_the_closest_factors(k, n_sets, sizes):
     assert protocentroid_sizes(k, n_sets) == sizes
 
 
-@pytest.mark.parametrize("k, sizes", [(7, (2, 4)), (13, (3, 5)), (2, (2, 2)), (3, (2, 2))])
+@pytest.mark.parametrize("k, sizes", [(7, (2, 4)), (13, (3, 5)), (2, (1, 2)), (3, (2, 2))])
 def test_a_prime_k_uses_the_first_k_of_the_fewest_vectors(k, sizes):
     assert protocentroid_sizes(k) == sizes
     assert protocentroid_budget(k) == sum(sizes)
     X = np.random.default_rng(7).normal(size=(90, 3))
-    model = KhatriRaoKMeans(n_clusters=k, n_init=3, random_state=0, device="cpu").fit(X)
+    model = KhatriRaoKMeans(n_clusters=k, n_init=3, max_iter=100, random_state=0, device="cpu").fit(X)
     assert model.labels_.max() < k and len(model.cluster_centers_) == k
     assert model.n_params_ == sum(sizes) * 3
+    # Every protocentroid is used by the first k tuples, so none is reseeded forever.
+    assert model.n_iter_ < 100
+
+
+@pytest.mark.parametrize("n_sets", [2, 3, 4])
+def test_fallback_sizes_leave_no_protocentroid_unused(n_sets):
+    for k in range(2, 200):
+        sizes = protocentroid_sizes(k, n_sets)
+        assert math.prod(sizes) >= k
+        used = np.array(np.unravel_index(np.arange(k), sizes))
+        assert all(len(np.unique(used[j])) == size for j, size in enumerate(sizes)), (k, sizes)
 
 
 def test_movement_in_closed_form_equals_the_materialised_centroids():

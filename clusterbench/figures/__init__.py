@@ -5,7 +5,7 @@ and a ``draw_*`` function that turns that data into a :class:`matplotlib.figure.
 on ``Figure`` objects, never through ``pyplot``, so drawing needs no display and leaves no
 global state. :func:`save_figure` writes one as PNG and PDF.
 
-- :mod:`clusterbench.figures.clam`: CLAM Fig. 1, 4, 6, 11, 12, 13.
+- :mod:`clusterbench.figures.clam`: CLAM Fig. 1, 4, 6, 7-10 (from clam_search records), 11, 12, 13.
 - :mod:`clusterbench.figures.khatri_rao`: Khatri-Rao clustering Fig. 6, 7, 8, 9.
 - :mod:`clusterbench.figures.kcprime`: k-means-C′ Fig. 1 (with S3) and S2.
 """

@@ -9,7 +9,8 @@
   of the runs and the best run (ℒ and φ: the best value; purity and NMI: the run with the highest
   purity + NMI, the paper's rule). Fig. 1 C/F are its purity column.
 - Fig. 1 I/J/K and S3 E/F/G: ground-truth centres (circles) and the centres of the best run
-  (crosses): k-means on both data sets, k-means-C′ with C′ = 2 on BIRCH 25 random.
+  (crosses): k-means and k-means-C′ with C′ = 2 on both data sets (the paper shows C′ = 2 on
+  BIRCH 25 random only; the grid's panel is drawn too, for comparison).
 - Fig. 1 G/H and S3 D: mean F and ℒ (G) and φ (H) per iteration of 10 runs on the KDD-Cup 2004
   protein homology data for several C′ (:func:`kdd_curves`), when ``kdd_protein.npz`` is in the
   data cache; the paper gives no C for it, ours is the dataset config's.

@@ -38,12 +38,13 @@ import torch
 import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import kmeans_plusplus
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
 
 from clusterbench.metrics import silhouette
 from clusterbench.validation import (
-    DEVICES,
+    SEED_AND_DEVICE_CHECKS,
     check_hyperparameters,
+    check_predict_input,
     is_int,
     is_real,
     resolve_device,
@@ -71,6 +72,12 @@ ADAM_EPS = 1e-8
 INFERENCE_CHUNK_ELEMENTS = 1 << 24
 # mask_sampling='code': every this many epochs, one mask is shared by each mini-batch.
 CODE_SHARED_MASK_PERIOD = 3
+
+
+def gaussian_prototypes(k: int, d: int, generator: torch.Generator) -> torch.Tensor:
+    """(k, d) prototypes, every coordinate N(0.1, 0.1²), on the generator's device: the CLAM
+    authors' initialisation (no data-based seeding), also their DEC^r's."""
+    return torch.randn(k, d, generator=generator, device=generator.device) * INIT_STD + INIT_MEAN
 
 
 def am_recursion(
@@ -342,10 +349,7 @@ class CLAM(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """Cluster of each point of ``X``: T recursion steps from the point, then the nearest prototype."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X, dtype=[np.float64, np.float32])
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but CLAM was fitted with {self.n_features_in_}")
+        X = check_predict_input(self, X, "cluster_centers_")
         centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
         log_weights = None
         if self.weighted:
@@ -395,8 +399,7 @@ class CLAM(ClusterMixin, BaseEstimator):
                 ),
                 f"None or a list of epochs in [0, epochs={self.epochs}]",
             ),
-            ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer >= 0"),
-            ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+            *SEED_AND_DEVICE_CHECKS,
         ]
         check_hyperparameters(self, checks)
 
@@ -507,10 +510,7 @@ class CLAM(ClusterMixin, BaseEstimator):
         """
         n, d = data.shape
         if self.init == "gaussian":
-            return (
-                torch.randn(self.n_clusters, d, generator=generator, device=data.device) * INIT_STD
-                + INIT_MEAN
-            )
+            return gaussian_prototypes(self.n_clusters, d, generator)
         if self.init == "random":
             chosen = torch.randperm(n, generator=generator, device=data.device)[: self.n_clusters]
             return data[chosen].clone()

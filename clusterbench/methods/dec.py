@@ -46,12 +46,14 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
 
 from clusterbench.errors import HyperparameterError
+from clusterbench.methods.clam import gaussian_prototypes
 from clusterbench.validation import (
-    DEVICES,
+    SEED_AND_DEVICE_CHECKS,
     check_hyperparameters,
+    check_predict_input,
     is_int,
     is_real,
     resolve_device,
@@ -60,8 +62,6 @@ from clusterbench.validation import (
 
 INITS = ("kmeans", "random", "gaussian")
 OPTIMIZERS = ("sgd", "adam")
-# init="gaussian": centroids N(0.1, 0.1²) in every coordinate, as the CLAM authors' DEC^r draws them.
-GAUSSIAN_MEAN, GAUSSIAN_STD = 0.1, 0.1
 
 
 # k-means seedings kept for reuse: (digest of X, k, n_init, seed) -> centers; the oldest goes first.
@@ -256,10 +256,7 @@ class DEC(ClusterMixin, BaseEstimator):
 
     def predict(self, X):
         """argmax_j q_ij of each point of ``X`` with the fitted centroids (= the nearest centroid)."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X, dtype=[np.float64, np.float32])
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but DEC was fitted with {self.n_features_in_}")
+        X = check_predict_input(self, X, "cluster_centers_")
         data = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
         centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
         return self._labels(data, centers).cpu().numpy()
@@ -278,8 +275,7 @@ class DEC(ClusterMixin, BaseEstimator):
             ("update_interval", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
             ("max_iter", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
             ("tol", lambda v: is_real(v) and 0 <= v <= 1, "in [0, 1]"),
-            ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
-            ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer >= 0"),
+            *SEED_AND_DEVICE_CHECKS,
         ]
         check_hyperparameters(self, checks)
 
@@ -292,8 +288,7 @@ class DEC(ClusterMixin, BaseEstimator):
             centers = kmeans_seeding(X, k, self.n_init, seed % 2**32)
             return torch.as_tensor(centers, dtype=torch.float32, device=data.device)
         if self.init == "gaussian":
-            draw = torch.randn(k, d, generator=generator, device=data.device)
-            return draw * GAUSSIAN_STD + GAUSSIAN_MEAN
+            return gaussian_prototypes(k, d, generator)  # as the CLAM authors' DEC^r draws them
         limit = math.sqrt(6.0 / (k + d))
         uniform = torch.rand(k, d, generator=generator, device=data.device)
         return (2.0 * uniform - 1.0) * limit

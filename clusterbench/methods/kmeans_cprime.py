@@ -53,11 +53,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
 
 from clusterbench.validation import (
-    DEVICES,
+    SEED_AND_DEVICE_CHECKS,
     check_hyperparameters,
+    check_predict_input,
     is_int,
     is_real,
     resolve_device,
@@ -200,9 +201,8 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """The nearest centre of each row of ``X`` (the cluster with the largest responsibility)."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_array(X, dtype=[np.float64, np.float32])
+        """The nearest centre of each row of ``X`` (for C′ ≥ 1, the largest responsibility)."""
+        X = check_predict_input(self, X, "cluster_centers_")
         points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
         centres = torch.as_tensor(self.cluster_centers_, device=self.device_)[None]
         return affinities(points, centres)[0].argmax(0).cpu().numpy()
@@ -217,14 +217,14 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
                 *self._extra_checks(),
                 (
                     "init",
-                    lambda v: not isinstance(v, str) or v in INITS,
+                    lambda v: v in INITS if isinstance(v, str) else np.ndim(v) == 2,
                     f"one of {', '.join(INITS)} or an array (n_clusters, n_features)",
                 ),
                 ("n_local_trials", lambda v: v is None or (is_int(v) and v >= 1), "null or an integer ≥ 1"),
                 ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
                 ("max_iter", lambda v: is_int(v) and v >= 0, "an integer ≥ 0"),
                 ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
-                ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+                *SEED_AND_DEVICE_CHECKS,
             ],
         )
 

@@ -42,8 +42,9 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from clusterbench.validation import (
-    DEVICES,
+    SEED_AND_DEVICE_CHECKS,
     check_hyperparameters,
+    check_predict_input,
     is_int,
     is_real,
     resolve_device,
@@ -71,8 +72,11 @@ def protocentroid_sizes(n_clusters: int, n_sets: int = 2) -> tuple[int, ...]:
     The paper's rule (§9.1): the two closest factors of k, e.g. 40 → (5, 8), 100 → (10, 10); for
     p sets, the factorisation of k into p factors ≥ 2 with the least sum (the most balanced).
     When k has none (k prime for p = 2; the authors' code raises), the sizes with the least sum
-    whose product exceeds k, ties broken by the smaller product: 7 → (2, 4), 13 → (3, 5); the
-    estimator then uses only the first k of the product's index tuples. Sizes ascend.
+    whose product exceeds k and whose first k index tuples (row-major, the ones the estimator
+    uses) still use every protocentroid, ties broken by the smaller product: 7 → (2, 4),
+    13 → (3, 5). Where no sizes ≥ 2 can (k ≤ 2^(p−1): the first k tuples never reach the first
+    set's second vector), sets of one vector are allowed: 2 → (1, 2). A never-used vector would
+    be reseeded as "empty" at every iteration and the fit would never converge. Sizes ascend.
     ``n_sets=1`` is plain k-means: (k,).
     """
     if n_sets == 1:
@@ -81,12 +85,21 @@ def protocentroid_sizes(n_clusters: int, n_sets: int = 2) -> tuple[int, ...]:
     if exact:
         return min(exact, key=sum)
     base = max(2, math.ceil(n_clusters ** (1 / n_sets)) - 1)
-    candidates = [
-        sizes
-        for sizes in itertools.combinations_with_replacement(range(2, base + 3), n_sets)
-        if math.prod(sizes) >= n_clusters
-    ]
-    return min(candidates, key=lambda sizes: (sum(sizes), math.prod(sizes)))
+    for smallest in (2, 1):
+        candidates = [
+            sizes
+            for sizes in itertools.combinations_with_replacement(range(smallest, base + 3), n_sets)
+            if math.prod(sizes) >= n_clusters and _first_tuples_use_all(sizes, n_clusters)
+        ]
+        if candidates:
+            return min(candidates, key=lambda sizes: (sum(sizes), math.prod(sizes)))
+    return (1,) * (n_sets - 1) + (n_clusters,)  # always fits; not reached for k ≤ 3000, p ≤ 4
+
+
+def _first_tuples_use_all(sizes: tuple[int, ...], n_clusters: int) -> bool:
+    """Whether the first ``n_clusters`` row-major index tuples over ``sizes`` use every index of
+    every set: set j's last index first appears at tuple (h_j − 1)·Π_{m>j} h_m."""
+    return all((size - 1) * math.prod(sizes[j + 1 :]) < n_clusters for j, size in enumerate(sizes))
 
 
 def _factorisations(n: int, parts: int, smallest: int) -> list[tuple[int, ...]]:
@@ -186,7 +199,40 @@ class _Restarts:
     history: list[list[float]]  # per restart: the inertia after each of its assignment steps
 
 
-class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
+class KhatriRaoCentroids:
+    """``predict`` and ``cluster_centers_`` of an estimator fitted to a Khatri-Rao layout: it sets
+    ``protocentroids_`` (one (h_l, d) array per set), ``n_centroids_``, ``n_features_in_`` and
+    ``device_``, and has an ``aggregator``."""
+
+    # Whether predict builds the centroids blockwise; KhatriRaoKMeans's hyperparameter overrides it.
+    memory_efficient = False
+
+    def predict(self, X) -> np.ndarray:
+        """The nearest of the aggregated centroids for each row of ``X``."""
+        X = check_predict_input(self, X, "protocentroids_")
+        points = torch.as_tensor(X, device=self.device_)
+        protocentroids = [
+            torch.as_tensor(t, device=self.device_, dtype=points.dtype)[None] for t in self.protocentroids_
+        ]
+        labels, _ = assign(
+            points,
+            (points**2).sum(1),
+            protocentroids,
+            self.aggregator,
+            self.n_centroids_,
+            self.memory_efficient,
+        )
+        return labels[0].cpu().numpy()
+
+    @property
+    def cluster_centers_(self) -> np.ndarray:
+        """The centroids (n_centroids_, d), aggregated from ``protocentroids_`` when asked for."""
+        check_is_fitted(self, "protocentroids_")
+        centroids = aggregate([torch.as_tensor(t) for t in self.protocentroids_], self.aggregator)
+        return centroids[: self.n_centroids_].numpy()
+
+
+class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     """Khatri-Rao k-means: k centroids aggregated from p small sets of protocentroids.
 
     Parameters
@@ -269,31 +315,6 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
         self.n_params_ = sum(self.sizes_) * self.n_features_in_
         return self
 
-    def predict(self, X) -> np.ndarray:
-        """The nearest of the k aggregated centroids for each row of ``X``."""
-        check_is_fitted(self, "protocentroids_")
-        X = check_array(X, dtype=[np.float64, np.float32])
-        points = torch.as_tensor(X, device=self.device_)
-        protocentroids = [
-            torch.as_tensor(t, device=self.device_, dtype=points.dtype)[None] for t in self.protocentroids_
-        ]
-        labels, _ = assign(
-            points,
-            (points**2).sum(1),
-            protocentroids,
-            self.aggregator,
-            self.n_centroids_,
-            self.memory_efficient,
-        )
-        return labels[0].cpu().numpy()
-
-    @property
-    def cluster_centers_(self) -> np.ndarray:
-        """The k centroids (k, d), aggregated from ``protocentroids_`` when asked for."""
-        check_is_fitted(self, "protocentroids_")
-        centroids = aggregate([torch.as_tensor(t) for t in self.protocentroids_], self.aggregator)
-        return centroids[: self.n_centroids_].numpy()
-
     # ------------------------------------------------------------------ checks
 
     def _check_hyperparameters(self) -> None:
@@ -303,14 +324,18 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
                 *LAYOUT_CHECKS,
                 (
                     "init",
-                    lambda v: not isinstance(v, str) or v in INITS,
-                    f"one of {', '.join(INITS)} or arrays",
+                    lambda v: (
+                        v in INITS
+                        if isinstance(v, str)
+                        else isinstance(v, Sequence) and len(v) >= 1 and all(np.ndim(t) == 2 for t in v)
+                    ),
+                    f"one of {', '.join(INITS)} or a list of (h_l, n_features) arrays",
                 ),
                 ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
                 ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
                 ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
                 ("memory_efficient", lambda v: isinstance(v, bool), "true or false"),
-                ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+                *SEED_AND_DEVICE_CHECKS,
             ],
         )
 
@@ -346,8 +371,9 @@ class KhatriRaoKMeans(ClusterMixin, BaseEstimator):
         anchors are the aggregator's identity (0 for sum, 1 for product). Every further
         protocentroid θˡ_j (j ≥ 1) is solved so that the centroid (0, …, j, …, 0) equals a point
         drawn with probability ∝ its squared distance to the points drawn so far (k-means++):
-        θˡ_j = x − Σ_(m≠l) θᵐ₀ or x ⊘ Π_(m≠l) θᵐ₀. That samples Σh − p + 1 centroids; the product's
-        divisor is x₀, whose near-zero coordinates are floored (``DIVISOR_FLOOR``).
+        θˡ_j = x − Σ_(m≠l) θᵐ₀ or x ⊘ Π_(m≠l) θᵐ₀. That samples Σh − p + 1 centroids. The product's
+        divisor Π_(m≠l) θᵐ₀ is x₀ for every set after the first (1 for the first); its near-zero
+        coordinates are floored (``DIVISOR_FLOOR``).
         """
         n = len(points)
         identity = 0.0 if self.aggregator == "sum" else 1.0

@@ -20,17 +20,18 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
 
 from clusterbench.methods.kr_kmeans import (
     LAYOUT_CHECKS,
+    KhatriRaoCentroids,
     aggregate,
     assign,
     centroid_layout,
     update_protocentroids,
 )
 from clusterbench.validation import (
-    DEVICES,
+    SEED_AND_DEVICE_CHECKS,
     check_hyperparameters,
     is_int,
     is_real,
@@ -39,7 +40,7 @@ from clusterbench.validation import (
 )
 
 
-class KhatriRaoNaive(ClusterMixin, BaseEstimator):
+class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     """k-means with h1·…·hp centroids, then alternating least squares to p protocentroid sets.
 
     Parameters
@@ -91,7 +92,7 @@ class KhatriRaoNaive(ClusterMixin, BaseEstimator):
                 ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
                 ("als_max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
                 ("als_tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
-                ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+                *SEED_AND_DEVICE_CHECKS,
             ],
         )
         X = check_array(X, dtype=[np.float64, np.float32])
@@ -145,19 +146,3 @@ class KhatriRaoNaive(ClusterMixin, BaseEstimator):
                 break
         self.reconstruction_error_ = float(error)
         return protocentroids
-
-    def predict(self, X) -> np.ndarray:
-        """The nearest reconstructed centroid for each row of ``X``."""
-        check_is_fitted(self, "protocentroids_")
-        points = torch.as_tensor(check_array(X, dtype=[np.float64, np.float32]), device=self.device_)
-        protocentroids = [
-            torch.as_tensor(t, dtype=points.dtype, device=self.device_)[None] for t in self.protocentroids_
-        ]
-        labels, _ = assign(points, (points**2).sum(1), protocentroids, self.aggregator, self.n_centroids_)
-        return labels[0].cpu().numpy()
-
-    @property
-    def cluster_centers_(self) -> np.ndarray:
-        check_is_fitted(self, "protocentroids_")
-        centroids = aggregate([torch.as_tensor(t) for t in self.protocentroids_], self.aggregator)
-        return centroids[: self.n_centroids_].numpy()

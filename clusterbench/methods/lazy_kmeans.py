@@ -8,7 +8,9 @@ over the sets (Corollary 1 does not apply); the centre updates are Lloyd's and �
 for C′ = 1 (Suppl. D). ε = 0 is k-means. The first E-step, at the seeds, assigns every point to
 its nearest centre. The iteration, bookkeeping (``history_`` with eq. 7, 13 and 17) and
 attributes are those of :mod:`clusterbench.methods.kmeans_cprime`; ``labels_`` is the lazy
-assignment, which need not be the nearest centre.
+assignment, which need not be the nearest centre, while ``predict`` gives every point, new or
+seen, its nearest centre (a new point holds no cluster to be lazy about), so ``fit_predict(X)``
+and ``fit(X).predict(X)`` can differ.
 """
 
 from __future__ import annotations

@@ -1,0 +1,48 @@
+"""The scikit-learn contract every torch estimator shares: checked seeds, checked predict input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import (
+    CLAM,
+    DEC,
+    IsotropicGMM,
+    KhatriRaoKMeans,
+    KhatriRaoNaive,
+    KMeansCPrime,
+    LazyKMeans,
+)
+
+ESTIMATORS = {
+    "CLAM": lambda **kw: CLAM(n_clusters=3, epochs=2, restarts=1, device="cpu", **kw),
+    "DEC": lambda **kw: DEC(n_clusters=3, n_init=2, max_iter=20, device="cpu", **kw),
+    "KhatriRaoKMeans": lambda **kw: KhatriRaoKMeans(n_clusters=4, n_init=2, device="cpu", **kw),
+    "KhatriRaoNaive": lambda **kw: KhatriRaoNaive(n_clusters=4, n_init=2, device="cpu", **kw),
+    "KMeansCPrime": lambda **kw: KMeansCPrime(3, c_prime=2, n_init=2, device="cpu", **kw),
+    "LazyKMeans": lambda **kw: LazyKMeans(3, n_init=2, device="cpu", **kw),
+    "IsotropicGMM": lambda **kw: IsotropicGMM(3, n_init=2, device="cpu", **kw),
+}
+X = np.random.default_rng(0).normal(size=(60, 4))
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_a_negative_seed_is_a_hyperparameter_error(name):
+    with pytest.raises(HyperparameterError, match="random_state must be None or an integer"):
+        ESTIMATORS[name](random_state=-1).fit(X)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_predict_names_a_wrong_number_of_features(name):
+    model = ESTIMATORS[name](random_state=0).fit(X)
+    assert model.predict(X).shape == (len(X),)
+    with pytest.raises(ValueError, match=f"X has 2 features, but {name} was fitted with 4"):
+        model.predict(X[:, :2])
+
+
+@pytest.mark.parametrize("name", ["KhatriRaoKMeans", "KMeansCPrime"])
+def test_init_none_is_a_hyperparameter_error(name):
+    with pytest.raises(HyperparameterError, match="init must be one of"):
+        ESTIMATORS[name](init=None).fit(X)
