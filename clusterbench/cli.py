@@ -7,10 +7,11 @@ word and hands ``run``'s remaining words to the Hydra app.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import sys
-import time
+import uuid
 from pathlib import Path
 
 import hydra
@@ -70,11 +71,12 @@ def open_estimator_overrides(words: list[str]) -> list[str]:
 OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 
-def check_overrides(words: list[str]) -> None:
+def check_overrides(words: list[str]) -> Path:
     """Fail in one line, before Hydra starts, on an override it would refuse in a stack of lines:
     bad syntax, an unknown dataset, method, … (every value of a sweep), a key not in the config.
 
-    The keys are checked by composing the config as the app will, each sweep at its first value.
+    The keys are checked by composing the config as the app will, each sweep at its first value;
+    returns that config's results folder (absolute).
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -105,9 +107,10 @@ def check_overrides(words: list[str]) -> None:
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
-            compose(config_name="config", overrides=composable)
+            cfg = compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
+    return Path(cfg.results_dir).resolve()
 
 
 def _values(override) -> list[str] | None:
@@ -143,15 +146,16 @@ def _lower_first(text: str) -> str:
 
 def command_run(words: list[str]) -> int:
     """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
-    from clusterbench.results import failed_since
+    from clusterbench.results import RUN_ID_ENV, collect_failures
 
-    check_overrides(open_estimator_overrides(words))
-    given = [w.split("=", 1)[1] for w in words if w.startswith("results_dir=")]
-    results_dir = Path(given[-1] if given else "results")
-    started = time.time() - 1  # file times have coarse resolution on some file systems
+    results_dir = check_overrides(open_estimator_overrides(words))
+    run_id = os.environ[RUN_ID_ENV] = uuid.uuid4().hex
     sys.argv = ["clusterbench run", *open_estimator_overrides(words)]
-    hydra_job()
-    failed = failed_since(results_dir, started)
+    try:
+        hydra_job()
+    finally:
+        del os.environ[RUN_ID_ENV]
+        failed = collect_failures(results_dir, run_id)
     if failed:
         print(f"clusterbench: {len(failed)} grid point(s) failed; see {failed[0]}", file=sys.stderr)
     return 1 if failed else 0
@@ -268,7 +272,9 @@ def verify_cache(cache: Path) -> int:
             continue
         raw = read_npz(path)
         found = [list(raw.X.shape), len(np.unique(raw.y))]
-        issues = [] if found == [list(spec.shape), spec.n_clusters] else [f"X {found[0]}, k {found[1]}"]
+        # n_classes: where n_clusters is a choice rather than the number of labels (kdd_protein)
+        expected = [list(spec.shape), spec.get("n_classes", spec.n_clusters)]
+        issues = [] if found == expected else [f"X {found[0]}, labels {found[1]}"]
         if manifest is not None and spec.source.name in manifest.index:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             if digest != manifest.loc[spec.source.name, "sha256_of_npz"]:

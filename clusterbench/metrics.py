@@ -24,14 +24,18 @@ def silhouette(X: np.ndarray, labels: np.ndarray, max_samples: int | None = 2000
     """Mean silhouette coefficient (Euclidean) on the preprocessed input, as CLAM reports SC.
 
     Above ``max_samples`` points it is estimated on a seeded uniform subsample of that size
-    (exact silhouette costs O(n^2)); ``max_samples=None`` always computes it exactly.
-    Undefined (NaN) when the labeling has fewer than 2 or more than n - 1 clusters.
+    (exact silhouette costs O(n^2)), drawn as scikit-learn's ``sample_size`` draws it;
+    ``max_samples=None`` always computes it exactly. Undefined (NaN) when the labeling scored, the
+    subsample's where there is one, has fewer than 2 or more than n - 1 clusters (a labeling with
+    a few tiny clusters can leave a subsample with one).
     """
-    n_labels = len(np.unique(labels))
-    if not 2 <= n_labels <= len(labels) - 1:
+    X, labels = np.asarray(X), np.asarray(labels)
+    if max_samples is not None and len(labels) > max_samples:
+        sample = np.random.RandomState(random_state).permutation(len(labels))[:max_samples]
+        X, labels = X[sample], labels[sample]
+    if not 2 <= len(np.unique(labels)) <= len(labels) - 1:
         return float("nan")
-    sample_size = max_samples if max_samples is not None and len(labels) > max_samples else None
-    return float(skm.silhouette_score(X, labels, sample_size=sample_size, random_state=random_state))
+    return float(skm.silhouette_score(X, labels))
 
 
 def nmi(y: np.ndarray, labels: np.ndarray, average_method: str = "arithmetic") -> float:

@@ -17,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -66,7 +67,9 @@ def write_record(path: Path, rows: Iterable[Mapping], labels: np.ndarray | None 
     """Write one record's rows, and its run's ``labels`` first, each atomically (:func:`atomic_write_bytes`).
 
     Without ``labels`` (a failed, skipped or timed-out run) a labels file left by an earlier run
-    of the same point is removed, so a labels file always belongs to the record beside it.
+    of the same point is removed. The two files are two writes: a process killed between them
+    while rewriting a finished point (``force=true``) leaves the new labels beside the old record,
+    or an ok record without labels; rerunning that point with ``force=true`` mends either.
     """
     if labels is None:
         labels_path(path).unlink(missing_ok=True)
@@ -148,12 +151,28 @@ def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | N
     return pd.concat([read_record(f) for f in files], ignore_index=True)
 
 
-def failed_since(results_dir: Path, since: float) -> list[Path]:
-    """Records under ``results_dir`` written at or after ``since`` (epoch seconds) whose job failed.
+# Set by `clusterbench run` for its jobs, whatever process or machine runs them (joblib, submitit).
+RUN_ID_ENV = "CLUSTERBENCH_RUN_ID"
 
-    Jobs may run in other processes (joblib, submitit), so the CLI learns of failures from the
-    records themselves.
-    """
-    root = Path(results_dir) / "runs"
-    recent = (p for p in root.rglob("*.csv") if p.stat().st_mtime >= since) if root.is_dir() else ()
-    return [p for p in recent if (read_record(p)["status"] == "failed").any()]
+
+def _failure_markers(results_dir: Path, run_id: str) -> Path:
+    return Path(results_dir) / "runs" / ".failed" / run_id
+
+
+def mark_failure(results_dir: Path, record: Path) -> None:
+    """Note a failed job's record for the ``clusterbench run`` that started it (if one did): a
+    marker under ``runs/.failed/<run id>/``, so a run counts its own failures and no other's."""
+    run_id = os.environ.get(RUN_ID_ENV)
+    if run_id:
+        atomic_write_bytes(_failure_markers(results_dir, run_id) / f"{record.stem}.txt", str(record).encode())
+
+
+def collect_failures(results_dir: Path, run_id: str) -> list[Path]:
+    """The records :func:`mark_failure` noted for ``run_id``; removes the markers."""
+    folder = _failure_markers(results_dir, run_id)
+    if not folder.is_dir():
+        return []
+    markers = sorted(folder.glob("*.txt"))
+    failed = [Path(marker.read_text()) for marker in markers]
+    shutil.rmtree(folder, ignore_errors=True)
+    return failed

@@ -31,7 +31,7 @@ from clusterbench import __version__
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
 from clusterbench.metrics import call_metric
-from clusterbench.results import config_hash, finished_record, record_path, write_record
+from clusterbench.results import config_hash, finished_record, mark_failure, record_path, write_record
 from clusterbench.validation import DEVICES, is_int, is_real, resolve_device
 
 
@@ -194,11 +194,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and int(cfg.seed) not in seeds:
         return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
+    if cfg.device not in DEVICES:  # before the dataset loads, which may take minutes
+        raise UserError(f"device must be one of {', '.join(DEVICES)}, got '{cfg.device}'")
+    threads = check_threads(cfg.get("threads"))
     dataset_cfg = dataset_config(cfg)
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
-    if cfg.device not in DEVICES:
-        raise UserError(f"device must be auto, cpu or cuda, got '{cfg.device}'")
-    threads = check_threads(cfg.get("threads"))
     seed = int(cfg.seed)
     method = method_config(cfg)
     timeout = fit_timeout(cfg.get("timeout_s"), method.name)
@@ -245,6 +245,8 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         rows = _rows(base, outcome.scores, cfg.metrics, outcome.status, outcome.error)
         write_record(path, rows, labels=outcome.labels)
+        if outcome.status == "failed":
+            mark_failure(results_dir, path)
         outcomes.append(outcome)
         if report:
             report(outcome)

@@ -149,8 +149,9 @@ def best_of_weights(n_runs: int, restarts: int) -> np.ndarray:
     return np.array([math.comb(n_runs - 1 - j, restarts - 1) / subsets for j in range(n_runs)])
 
 
-def _best_of(ranked: pd.DataFrame, protocol, metric: str, paper: float) -> dict:
-    """Protocol ``best_of`` on a cell's runs ranked best first (see the module docstring)."""
+def _best_of(ranked: pd.DataFrame, protocol, metric: str, paper: float, better: str) -> dict:
+    """Protocol ``best_of`` on a cell's runs ranked best first (see the module docstring);
+    ``better`` (max | min) is the direction in which ``metric`` reaches ``paper``."""
     restarts = protocol.restarts
     if len(ranked) < restarts:
         return {"status": f"{len(ranked)} runs, fewer than restarts={restarts}"}
@@ -158,13 +159,16 @@ def _best_of(ranked: pd.DataFrame, protocol, metric: str, paper: float) -> dict:
     mean = float(weights @ values)
     chosen = {"ours": mean, "ours_std": math.sqrt(float(weights @ (values - mean) ** 2))}
     if not math.isnan(paper):
-        chosen["reach"] = float(weights @ (values >= paper - protocol.get("reach_within", 0.0)))
+        within = protocol.get("reach_within", 0.0)
+        reached = values <= paper + within if better == "min" else values >= paper - within
+        chosen["reach"] = float(weights @ reached)
     return chosen
 
 
-def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan) -> dict:
+def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, better: str = "max") -> dict:
     """Apply ``protocol`` to one cell's successful runs; returns ours, ours_std, ours_best,
-    selected (``best_of``: ours, ours_std and reach, the chance of reaching ``paper``)."""
+    selected (``best_of``: ours, ours_std and reach, the chance of reaching ``paper`` in the
+    ``better`` direction of ``metric``)."""
     by, ascending = ranking(protocol, metric)
     kind = protocol.kind
     if kind not in SELECTIONS:
@@ -176,7 +180,7 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan) -
     if valid.empty:
         return {}
     if kind == "best_of":
-        return _best_of(_best_first(valid, by, ascending), protocol, metric, paper)
+        return _best_of(_best_first(valid, by, ascending), protocol, metric, paper, better)
     best = _best_first(valid, by, ascending).iloc[0]
     if kind == "best":
         return {"ours": best[metric], "selected": _grid_point(best["params"], grid)}
@@ -204,9 +208,12 @@ def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:
     return runs[mask]
 
 
-def _selected_run(runs: pd.DataFrame, protocol) -> pd.Series | None:
-    """The successful run that protocol ``best`` by ``protocol.by`` chooses, or None."""
-    by, ascending = ranking(protocol, protocol.by)
+def _selected_run(runs: pd.DataFrame, protocol, metric: str) -> pd.Series | None:
+    """The successful run that protocol ``best`` by ``protocol.by`` (for the table's ``metric``)
+    chooses, or None."""
+    if protocol.get("by") is None:
+        raise UserError("protocol agreement needs `by`: the metric that selects each cell's run (e.g. sc)")
+    by, ascending = ranking(protocol, metric)
     valid = _candidates(runs[runs["status"] == "ok"], protocol, by)
     return None if valid.empty else _best_first(valid, by, ascending).iloc[0]
 
@@ -229,8 +236,8 @@ def agreement_cell(
         raise UserError(
             f"protocol agreement compares partitions by {' or '.join(AGREEMENT_METRICS)}, not {metric}"
         )
-    chosen = _selected_run(cell_runs, protocol)
-    reference = _selected_run(reference_runs, column_protocol(protocol, protocol.reference))
+    chosen = _selected_run(cell_runs, protocol, metric)
+    reference = _selected_run(reference_runs, column_protocol(protocol, protocol.reference), metric)
     if chosen is None:
         return {"status": _why_empty(cell_runs)}
     if reference is None:
@@ -281,7 +288,8 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                     reference_runs = _column_runs(runs, dataset, spec.protocol.reference)
                     chosen = agreement_cell(cell_runs, reference_runs, protocol, metric, results_dir)
                 else:
-                    chosen = select(cell_runs[cell_runs["status"] == "ok"], protocol, metric, paper)
+                    better = per_metric(spec, "better", metric, "max")
+                    chosen = select(cell_runs[cell_runs["status"] == "ok"], protocol, metric, paper, better)
                 ours = chosen.get("ours", math.nan)
                 # A best-run column in a mean_best table (DBSCAN at its tuned parameters): its one
                 # selected run is both its mean and its best, as the k-means-C′ paper prints it.
@@ -339,6 +347,7 @@ def _as_ratios(cells: pd.DataFrame, ratio_to: Mapping) -> pd.DataFrame:
             cells.loc[rows, value] = cells.loc[rows, value] / divisor
         cells.loc[orphaned, "status"] = f"no {reference} value"
         cells.loc[rows, "delta"] = cells.loc[rows, "ours"] - cells.loc[rows, "paper"]
+        cells.loc[rows, "delta_best"] = cells.loc[rows, "ours_best"] - cells.loc[rows, "paper_best"]
     return cells
 
 

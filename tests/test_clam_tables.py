@@ -7,15 +7,25 @@ import math
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 from sklearn.cluster import KMeans
 
 from clusterbench.catalog import options
 from clusterbench.data import load_dataset
 from clusterbench.data.sources import DATA_ENV
+from clusterbench.errors import UserError
 from clusterbench.metrics import ari, call_metric, nmi, silhouette
-from clusterbench.results import COLUMNS, labels_path, read_labels, read_record, record_path, write_record
+from clusterbench.results import (
+    COLUMNS,
+    labels_path,
+    load_records,
+    read_labels,
+    read_record,
+    record_path,
+    write_record,
+)
 from clusterbench.runner import dataset_config, run_job
-from clusterbench.tables import build_table, table_spec
+from clusterbench.tables import agreement_cell, build_table, table_spec, wide_runs
 from tests.helpers import DATA_FOLDER, Halves, compose_config
 
 
@@ -132,6 +142,17 @@ def test_agreement_cells_compare_the_partitions_of_the_runs_table_1_selects(tmp_
         line for line in outputs.markdown.splitlines() if line.startswith("| Zoo ") and "| ARI" in line
     )
     assert "0.2424" in zoo_ari and "0.7736" in zoo_ari and "labels missing" in zoo_ari
+
+    # `by` as a per-metric map selects as `by: sc` does; an agreement protocol without `by` is an error.
+    runs = wide_runs(load_records(tmp_path, "smoke"))
+    zoo = runs[runs["dataset"] == "zoo"]
+    clam, kmeans = zoo[zoo["method"] == "clam"], zoo[zoo["method"] == "kmeans"]
+    protocol = table_spec("clam_table8").protocol
+    mapped = OmegaConf.merge(protocol, {"by": {"nmi": "sc", "ari": "sc"}})
+    assert agreement_cell(kmeans, clam, mapped, "ari", tmp_path)["ours"] == pytest.approx(8 / 33, abs=1e-12)
+    unranked = OmegaConf.create({k: v for k, v in OmegaConf.to_container(protocol).items() if k != "by"})
+    with pytest.raises(UserError, match="protocol agreement needs `by`"):
+        agreement_cell(kmeans, clam, unranked, "ari", tmp_path)
 
 
 def test_fit_seconds_is_the_training_time_of_the_run_whose_sc_is_shown(tmp_path):

@@ -191,3 +191,19 @@ def test_help_lists_the_commands():
     assert result.returncode == 0
     for command in ("run", "table", "list", "data import"):
         assert command in result.stdout
+
+
+def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
+    # A failed record written just before by some other run in the same folder (as a sweep in
+    # another terminal would) is not this run's failure.
+    other = run_cli(
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        "method.estimator._target_=tests.helpers.Exploding",
+        f"++results_dir={tmp_path}",  # the ++ form names the folder too
+    )
+    assert other.returncode == 1, (other.stdout, other.stderr)
+    mine = run_cli("run", "dataset=iris", "method=kmeans", "profile=smoke", f"results_dir={tmp_path}")
+    assert mine.returncode == 0, (mine.stdout, mine.stderr)
+    assert not (tmp_path / "runs" / ".failed").exists() or not any((tmp_path / "runs" / ".failed").iterdir())

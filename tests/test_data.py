@@ -9,6 +9,7 @@ import csv
 import inspect
 import math
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +118,16 @@ def test_optdigits_test_split_is_sklearn_digits():
 def test_split_without_a_train_boundary_is_a_user_error():
     with pytest.raises(UserError, match="n_train"):
         load_dataset(dataset_config("iris", split="train"))
+
+
+def test_an_imported_file_without_n_train_takes_the_configs_boundary(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    X, y = np.arange(20.0).reshape(10, 2), np.arange(10) % 2
+    np.savez(tmp_path / "toy.npz", X=X, y=y)  # as `clusterbench data import` copies a user's file
+    assert cached("toy", openml_id=1, n_train=6).n_train == 6
+    assert cached("toy").n_train is None
+    np.savez(tmp_path / "toy.npz", X=X, y=y, n_train=4)  # the file's own boundary wins
+    assert cached("toy", openml_id=1, n_train=6).n_train == 4
 
 
 def test_missing_cache_file_without_openml_id_names_data_import(tmp_path, monkeypatch):
@@ -397,3 +408,17 @@ def test_double_mnist_puts_digit_a_left_of_digit_b():
         right = np.ascontiguousarray(image[:, 28:]).reshape(-1)
         assert int(lookup[left.tobytes()]) == label // 10
         assert int(lookup[right.tobytes()]) == label % 10
+
+
+def test_verify_checks_labels_against_n_classes_where_n_clusters_is_a_choice(tmp_path, capsys):
+    from clusterbench.cli import verify_cache
+
+    spec = load_option("dataset", "kdd_protein")
+    n, d = spec.shape
+    y = np.arange(n) % spec.n_classes  # 153 protein blocks, clustered with n_clusters = 50
+    np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=y)
+    assert verify_cache(tmp_path) == 0
+    assert re.search(r"kdd_protein\s+ok", capsys.readouterr().out)
+    np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=np.arange(n) % 50)
+    assert verify_cache(tmp_path) == 1
+    assert "kdd_protein          MISMATCH: X [145751, 74], labels 50" in capsys.readouterr().out

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hydra.utils import get_method
 from omegaconf import OmegaConf
+from sklearn import metrics as skm
 from sklearn.cluster import KMeans
 
 from clusterbench import metrics
@@ -176,6 +177,18 @@ def test_silhouette_subsample_is_seeded_and_exact_below_the_cap():
     assert first == again
     assert first != exact
     assert first != other
+
+
+def test_silhouette_subsample_is_scikit_learns_and_nan_when_it_holds_one_cluster():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 3))
+    labels = rng.integers(0, 3, 3000)
+    expected = skm.silhouette_score(X, labels, sample_size=200, random_state=5)
+    assert silhouette(X, labels, max_samples=200, random_state=5) == expected  # records stay comparable
+    # Two points in a second cluster: the full labeling has 2 clusters, a 100-point sample has one.
+    lopsided = np.zeros(3000, dtype=int)
+    lopsided[:2] = 1
+    assert math.isnan(silhouette(X, lopsided, max_samples=100, random_state=0))
 
 
 def test_n_found_counts_distinct_labels_including_noise():

@@ -130,6 +130,10 @@ def test_best_of_is_the_exact_distribution_over_every_subset_of_restarts():
     assert best_of_weights(300, 20).sum() == pytest.approx(1.0)
     lenient = select(wide_runs(RESTARTS), OmegaConf.merge(protocol, {"reach_within": 0.35}), "ari", paper=0.9)
     assert lenient["reach"] == pytest.approx(np.mean(np.array(kept) >= 0.55))
+    # A metric where less is better reaches the paper from above: the kept inertia ≤ 2 (30 of 35).
+    inertias = [min(subset)[0] for subset in itertools.combinations(INERTIA_ARI, 3)]
+    least = select(wide_runs(RESTARTS), protocol, "inertia", paper=2.0, better="min")
+    assert least["reach"] == pytest.approx(np.mean(np.array(inertias) <= 2.0))
 
 
 def test_best_of_cells_say_when_there_are_too_few_runs_and_print_the_chance():
@@ -282,6 +286,15 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
     assert math.isnan(lone.loc[("zoo", "inertia", "kr"), "ours"])
     assert lone.loc[("zoo", "inertia", "kr"), "status"] == "no kmeans value"
     assert (cells.loc["ecoli", "selected_params"] == "not in the data folder").all()
+    # mean_best: the best run's ratio (12 / 10) and its delta to the paper's best are ratios too
+    best_table = OmegaConf.merge(
+        table,
+        {"protocol": {"kind": "mean_best", "by": "inertia", "mode": "min"}},
+        {"paper": {"inertia": {"zoo": {"kr": [1.3, 1.1]}}}},
+    )
+    both = compute_cells(best_table, wide_runs(records)).set_index(["dataset", "metric", "column"])
+    assert both.loc[("zoo", "inertia", "kr"), "ours_best"] == pytest.approx(1.2)
+    assert both.loc[("zoo", "inertia", "kr"), "delta_best"] == pytest.approx(0.1)
 
 
 def test_seeds_restricts_a_table_to_those_runs():

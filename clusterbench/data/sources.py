@@ -6,14 +6,15 @@ Every source is a plain function named by ``_target_`` in ``conf/dataset/*.yaml`
 
 from __future__ import annotations
 
+import io
 import os
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from clusterbench.errors import UserError
+from clusterbench.results import atomic_write_bytes
 
 DATA_ENV = "CLUSTERBENCH_DATA"
 
@@ -45,19 +46,13 @@ def read_npz(path: Path) -> RawData:
 
 
 def write_npz(path: Path, data: RawData) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write atomically (:func:`~clusterbench.results.atomic_write_bytes`)."""
     arrays = {"X": data.X, "y": data.y}
     if data.n_train is not None:
         arrays["n_train"] = np.asarray(data.n_train)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez_compressed(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def cached(
@@ -71,11 +66,14 @@ def cached(
     """``<cache>/<name>.npz``; on a miss (or with ``refresh``), fetch OpenML ``openml_id`` and cache it.
 
     ``n_train`` marks the train/test boundary of the fetched rows (OpenML stores none); a cache
-    file keeps its own ``n_train``.
+    file's own ``n_train`` wins over it, and a file without one (imported as X and y) takes it.
     """
     path = cache_dir() / f"{name}.npz"
     if path.exists() and not refresh:
-        return read_npz(path)
+        data = read_npz(path)
+        if data.n_train is None and n_train is not None:
+            data = replace(data, n_train=n_train)
+        return data
     if openml_id is None:
         raise UserError(
             f"dataset '{name}' is not in the cache ({path}) and has no OpenML source: put {name}.npz "
