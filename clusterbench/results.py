@@ -137,10 +137,6 @@ def finished_record(path: Path) -> pd.DataFrame | None:
     return frame if (frame["status"] != "failed").all() else None
 
 
-def is_complete(path: Path) -> bool:
-    return finished_record(path) is not None
-
-
 def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | None = None) -> pd.DataFrame:
     """All records of ``profile`` (optionally only these experiments) as one tidy frame."""
     root = Path(results_dir) / "runs" / profile

@@ -141,6 +141,25 @@ def test_missing_cache_file_without_openml_id_names_data_import(tmp_path, monkey
 
 # --- preparation -------------------------------------------------------------------------------
 
+PIXELS = np.array([[0.0, 255.0], [255.0, 0.0], [51.0, 255.0]])
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("minmax", [[0.0, 1.0], [1.0, 0.0], [0.2, 1.0]]),
+        ("max_scale", [[0.0, 1.0], [1.0, 0.0], [0.2, 1.0]]),
+        ("pixels_unit", [[0.0, 1.0], [1.0, 0.0], [0.2, 1.0]]),
+        ("pixels_symmetric", [[-1.0, 1.0], [1.0, -1.0], [-0.6, 1.0]]),
+        ("none", PIXELS),
+    ],
+)
+def test_each_preprocessor_maps_pixels_as_its_paper_does(name, expected):
+    np.testing.assert_allclose(PREPROCESSORS[name](PIXELS), expected, atol=1e-12)
+    halved = PIXELS / 2  # per-feature minmax rescales to the range; the pixel maps do not
+    if name == "minmax":
+        np.testing.assert_allclose(PREPROCESSORS[name](halved), expected, atol=1e-12)
+
 
 @pytest.mark.parametrize("name", ["digits", "zoo", "segment"])
 def test_standardize_gives_zero_mean_and_unit_std_per_feature(name):

@@ -15,7 +15,7 @@ from clusterbench import results
 from clusterbench.results import (
     COLUMNS,
     config_hash,
-    is_complete,
+    finished_record,
     load_records,
     read_record,
     record_path,
@@ -154,17 +154,17 @@ def test_load_records_reads_every_record_with_types(tmp_path):
     assert empty.empty and list(empty.columns) == COLUMNS
 
 
-def test_is_complete_is_false_for_failed_and_missing_records(tmp_path):
+def test_finished_record_is_none_for_failed_and_missing_records(tmp_path):
     ok = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "ok")
     failed = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "failed")
     skipped = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "skipped")
     write_record(ok, rows())
     write_record(failed, rows(status="failed"))
     write_record(skipped, rows(status="skipped"))
-    assert is_complete(ok) is True
-    assert is_complete(failed) is False  # failed jobs are retried
-    assert is_complete(skipped) is True  # skipping is a decision, not an accident
-    assert is_complete(tmp_path / "absent.csv") is False
+    assert set(finished_record(ok)["status"]) == {"ok"}
+    assert finished_record(failed) is None  # failed jobs are retried
+    assert set(finished_record(skipped)["status"]) == {"skipped"}  # a decision, not an accident
+    assert finished_record(tmp_path / "absent.csv") is None
 
 
 def test_failed_record_value_is_empty_not_zero(tmp_path):

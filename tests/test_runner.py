@@ -14,7 +14,7 @@ from omegaconf import OmegaConf, open_dict
 
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import is_complete, read_record
+from clusterbench.results import finished_record, read_record
 from clusterbench.runner import PointResult, fit_timeout, method_label, run_job, summary_line
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
@@ -99,7 +99,7 @@ def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path
     assert row["status"] == "failed" and row["value"] == "" and row["metric"] == ""
     assert "boom in fit" in row["error"]
     assert math.isnan(read_record(outcome.path)["value"].iloc[0])
-    assert not is_complete(outcome.path)
+    assert finished_record(outcome.path) is None
 
     (again,) = run_job(cfg)  # failed points are not cached
     assert again.status == "failed" and Exploding.fits == 2
