@@ -12,6 +12,7 @@ has its labels unless it predates them or its run did not succeed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -171,4 +172,6 @@ def collect_failures(results_dir: Path, run_id: str) -> list[Path]:
     markers = sorted(folder.glob("*.txt"))
     failed = [Path(marker.read_text()) for marker in markers]
     shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # other runs' markers may still be there
+        folder.parent.rmdir()
     return failed

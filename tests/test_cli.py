@@ -206,4 +206,4 @@ def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
     assert other.returncode == 1, (other.stdout, other.stderr)
     mine = run_cli("run", "dataset=iris", "method=kmeans", "profile=smoke", f"results_dir={tmp_path}")
     assert mine.returncode == 0, (mine.stdout, mine.stderr)
-    assert not (tmp_path / "runs" / ".failed").exists() or not any((tmp_path / "runs" / ".failed").iterdir())
+    assert not (tmp_path / "runs" / ".failed").exists()  # the markers are cleared
