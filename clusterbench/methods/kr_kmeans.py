@@ -327,7 +327,9 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
                     lambda v: (
                         v in INITS
                         if isinstance(v, str)
-                        else isinstance(v, Sequence) and len(v) >= 1 and all(np.ndim(t) == 2 for t in v)
+                        else isinstance(v, Sequence | np.ndarray)
+                        and len(v) >= 1
+                        and all(np.ndim(t) == 2 for t in v)
                     ),
                     f"one of {', '.join(INITS)} or a list of (h_l, n_features) arrays",
                 ),
