@@ -7,10 +7,10 @@ word and hands ``run``'s remaining words to the Hydra app.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -71,12 +71,12 @@ def open_estimator_overrides(words: list[str]) -> list[str]:
 OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 
-def check_overrides(words: list[str]) -> Path:
+def check_overrides(words: list[str]) -> Path | None:
     """Fail in one line, before Hydra starts, on an override it would refuse in a stack of lines:
     bad syntax, an unknown dataset, method, … (every value of a sweep), a key not in the config.
 
     The keys are checked by composing the config as the app will, each sweep at its first value;
-    returns that config's results folder (absolute).
+    returns that config's results folder (None where only the running app can resolve it).
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -110,7 +110,8 @@ def check_overrides(words: list[str]) -> Path:
             cfg = compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
-    return Path(cfg.results_dir).resolve()
+    results_dir = OmegaConf.select(cfg, "results_dir", throw_on_resolution_failure=False)
+    return None if results_dir is None else Path(results_dir)
 
 
 def _values(override) -> list[str] | None:
@@ -146,16 +147,17 @@ def _lower_first(text: str) -> str:
 
 def command_run(words: list[str]) -> int:
     """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
-    from clusterbench.results import RUN_ID_ENV, collect_failures
+    from clusterbench.results import FAILURES_ENV, collect_failures, failure_folder
 
     results_dir = check_overrides(open_estimator_overrides(words))
-    run_id = os.environ[RUN_ID_ENV] = uuid.uuid4().hex
-    sys.argv = ["clusterbench run", *open_estimator_overrides(words)]
+    # A results_dir Hydra resolves only inside the app (${hydra:…}): note failures in a temp folder.
+    markers = failure_folder(results_dir or Path(tempfile.gettempdir()) / "clusterbench", uuid.uuid4().hex)
+    env_set = f"++hydra.job.env_set.{FAILURES_ENV}='{markers}'"
+    sys.argv = ["clusterbench run", *open_estimator_overrides(words), env_set]
     try:
         hydra_job()
     finally:
-        del os.environ[RUN_ID_ENV]
-        failed = collect_failures(results_dir, run_id)
+        failed = collect_failures(markers)
     if failed:
         print(f"clusterbench: {len(failed)} grid point(s) failed; see {failed[0]}", file=sys.stderr)
     return 1 if failed else 0

@@ -18,6 +18,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.special import logsumexp
 from sklearn import metrics as skm
 from sklearn.metrics.cluster import contingency_matrix
+from sklearn.utils import check_random_state
 
 
 def silhouette(X: np.ndarray, labels: np.ndarray, max_samples: int | None = 20000, random_state=0) -> float:
@@ -31,7 +32,7 @@ def silhouette(X: np.ndarray, labels: np.ndarray, max_samples: int | None = 2000
     """
     X, labels = np.asarray(X), np.asarray(labels)
     if max_samples is not None and len(labels) > max_samples:
-        sample = np.random.RandomState(random_state).permutation(len(labels))[:max_samples]
+        sample = check_random_state(random_state).permutation(len(labels))[:max_samples]
         X, labels = X[sample], labels[sample]
     if not 2 <= len(np.unique(labels)) <= len(labels) - 1:
         return float("nan")

@@ -12,7 +12,6 @@ has its labels unless it predates them or its run did not succeed.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
@@ -148,30 +147,29 @@ def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | N
     return pd.concat([read_record(f) for f in files], ignore_index=True)
 
 
-# Set by `clusterbench run` for its jobs, whatever process or machine runs them (joblib, submitit).
-RUN_ID_ENV = "CLUSTERBENCH_RUN_ID"
+# The folder where a job notes its failures for the `clusterbench run` that started it: set per
+# job through Hydra's hydra.job.env_set, so it reaches every launcher's processes (joblib, submitit).
+FAILURES_ENV = "CLUSTERBENCH_FAILURES"
 
 
-def _failure_markers(results_dir: Path, run_id: str) -> Path:
-    return Path(results_dir) / "runs" / ".failed" / run_id
+def failure_folder(results_dir: Path, run_id: str) -> Path:
+    """Where the jobs of run ``run_id`` note their failures (on the results' file system, which a
+    cluster's nodes share)."""
+    return Path(results_dir).resolve() / "runs" / ".failed" / run_id
 
 
-def mark_failure(results_dir: Path, record: Path) -> None:
-    """Note a failed job's record for the ``clusterbench run`` that started it (if one did): a
-    marker under ``runs/.failed/<run id>/``, so a run counts its own failures and no other's."""
-    run_id = os.environ.get(RUN_ID_ENV)
-    if run_id:
-        atomic_write_bytes(_failure_markers(results_dir, run_id) / f"{record.stem}.txt", str(record).encode())
+def mark_failure(record: Path) -> None:
+    """Note a failed job's record in the ``FAILURES_ENV`` folder, if a ``clusterbench run`` set one:
+    so a run counts its own failures and no other's."""
+    folder = os.environ.get(FAILURES_ENV)
+    if folder:
+        atomic_write_bytes(Path(folder) / f"{record.stem}.txt", str(record).encode())
 
 
-def collect_failures(results_dir: Path, run_id: str) -> list[Path]:
-    """The records :func:`mark_failure` noted for ``run_id``; removes the markers."""
-    folder = _failure_markers(results_dir, run_id)
+def collect_failures(folder: Path) -> list[Path]:
+    """The records :func:`mark_failure` noted in ``folder``; removes the folder."""
     if not folder.is_dir():
         return []
-    markers = sorted(folder.glob("*.txt"))
-    failed = [Path(marker.read_text()) for marker in markers]
+    failed = [Path(marker.read_text()) for marker in sorted(folder.glob("*.txt"))]
     shutil.rmtree(folder, ignore_errors=True)
-    with contextlib.suppress(OSError):  # other runs' markers may still be there
-        folder.parent.rmdir()
     return failed

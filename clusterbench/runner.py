@@ -246,7 +246,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         rows = _rows(base, outcome.scores, cfg.metrics, outcome.status, outcome.error)
         write_record(path, rows, labels=outcome.labels)
         if outcome.status == "failed":
-            mark_failure(results_dir, path)
+            mark_failure(path)
         outcomes.append(outcome)
         if report:
             report(outcome)

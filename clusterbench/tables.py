@@ -211,8 +211,12 @@ def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:
 def _selected_run(runs: pd.DataFrame, protocol, metric: str) -> pd.Series | None:
     """The successful run that protocol ``best`` by ``protocol.by`` (for the table's ``metric``)
     chooses, or None."""
-    if protocol.get("by") is None:
-        raise UserError("protocol agreement needs `by`: the metric that selects each cell's run (e.g. sc)")
+    by_given = protocol.get("by")
+    if by_given is None or (isinstance(by_given, Mapping) and metric not in by_given):
+        # Ranking by the table's own metric would select by agreement with the ground truth.
+        raise UserError(
+            f"protocol agreement needs `by` (for {metric}): the metric that selects each cell's run (e.g. sc)"
+        )
     by, ascending = ranking(protocol, metric)
     valid = _candidates(runs[runs["status"] == "ok"], protocol, by)
     return None if valid.empty else _best_first(valid, by, ascending).iloc[0]

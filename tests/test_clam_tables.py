@@ -153,6 +153,9 @@ def test_agreement_cells_compare_the_partitions_of_the_runs_table_1_selects(tmp_
     unranked = OmegaConf.create({k: v for k, v in OmegaConf.to_container(protocol).items() if k != "by"})
     with pytest.raises(UserError, match="protocol agreement needs `by`"):
         agreement_cell(kmeans, clam, unranked, "ari", tmp_path)
+    nmi_only = OmegaConf.merge(unranked, {"by": {"nmi": "sc"}})  # would rank ARI cells by ARI
+    with pytest.raises(UserError, match=r"protocol agreement needs `by` \(for ari\)"):
+        agreement_cell(kmeans, clam, nmi_only, "ari", tmp_path)
 
 
 def test_fit_seconds_is_the_training_time_of_the_run_whose_sc_is_shown(tmp_path):

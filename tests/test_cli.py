@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import time
 
 import numpy as np
 import pytest
@@ -194,8 +196,8 @@ def test_help_lists_the_commands():
 
 
 def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
-    # A failed record written just before by some other run in the same folder (as a sweep in
-    # another terminal would) is not this run's failure.
+    # A failed record written by some other run in the same folder (as a sweep in another terminal
+    # would, while this run goes on) is not this run's failure.
     other = run_cli(
         "run",
         "dataset=iris",
@@ -204,6 +206,22 @@ def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
         f"++results_dir={tmp_path}",  # the ++ form names the folder too
     )
     assert other.returncode == 1, (other.stdout, other.stderr)
+    (failed,) = record_files(tmp_path)
+    future = time.time() + 600
+    os.utime(failed, (future, future))  # as if written during the next run
     mine = run_cli("run", "dataset=iris", "method=kmeans", "profile=smoke", f"results_dir={tmp_path}")
     assert mine.returncode == 0, (mine.stdout, mine.stderr)
-    assert not (tmp_path / "runs" / ".failed").exists()  # the markers are cleared
+    assert not list((tmp_path / "runs" / ".failed").glob("*"))  # each run clears its markers
+
+
+def test_a_results_dir_only_hydra_resolves_still_counts_failures(tmp_path):
+    result = run_cli(
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        "method.estimator._target_=tests.helpers.Exploding",
+        f"results_dir={tmp_path}/${{hydra:runtime.choices.dataset}}",
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "1 grid point(s) failed" in result.stderr and "Traceback" not in result.stderr
+    assert len(record_files(tmp_path / "iris")) == 1

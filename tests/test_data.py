@@ -126,6 +126,8 @@ def test_an_imported_file_without_n_train_takes_the_configs_boundary(tmp_path, m
     np.savez(tmp_path / "toy.npz", X=X, y=y)  # as `clusterbench data import` copies a user's file
     assert cached("toy", openml_id=1, n_train=6).n_train == 6
     assert cached("toy").n_train is None
+    with pytest.raises(UserError, match="n_train=60 for 'toy' must lie between 0 and its 10 rows"):
+        cached("toy", openml_id=1, n_train=60)  # a config meant for the full dataset
     np.savez(tmp_path / "toy.npz", X=X, y=y, n_train=4)  # the file's own boundary wins
     assert cached("toy", openml_id=1, n_train=6).n_train == 4
 
@@ -441,3 +443,14 @@ def test_verify_checks_labels_against_n_classes_where_n_clusters_is_a_choice(tmp
     np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=np.arange(n) % 50)
     assert verify_cache(tmp_path) == 1
     assert "kdd_protein          MISMATCH: X [145751, 74], labels 50" in capsys.readouterr().out
+
+
+def test_double_mnist_without_mnist_is_a_one_line_user_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+
+    def offline(name, *args, **kwargs):
+        raise UserError(f"could not fetch dataset '{name}' from OpenML")
+
+    monkeypatch.setattr("clusterbench.data.sources.fetch_openml", offline)
+    with pytest.raises(UserError, match="could not fetch dataset 'mnist'"):
+        generators.double_mnist(100)

@@ -46,3 +46,15 @@ def test_predict_names_a_wrong_number_of_features(name):
 def test_init_none_is_a_hyperparameter_error(name):
     with pytest.raises(HyperparameterError, match="init must be one of"):
         ESTIMATORS[name](init=None).fit(X)
+
+
+def test_khatri_rao_init_takes_a_list_an_array_or_a_tensor_of_the_sets():
+    import torch
+
+    sets = [X[:2], X[2:4]]
+    labels = [
+        KhatriRaoKMeans(n_clusters=4, init=init, device="cpu").fit(X).labels_
+        for init in (sets, np.stack(sets), torch.as_tensor(np.stack(sets)))
+    ]
+    np.testing.assert_array_equal(labels[0], labels[1])
+    np.testing.assert_array_equal(labels[0], labels[2])

@@ -185,6 +185,8 @@ def test_silhouette_subsample_is_scikit_learns_and_nan_when_it_holds_one_cluster
     labels = rng.integers(0, 3, 3000)
     expected = skm.silhouette_score(X, labels, sample_size=200, random_state=5)
     assert silhouette(X, labels, max_samples=200, random_state=5) == expected  # records stay comparable
+    state = np.random.RandomState(5)  # a RandomState, as scikit-learn also takes
+    assert silhouette(X, labels, max_samples=200, random_state=state) == expected
     # Two points in a second cluster: the full labeling has 2 clusters, a 100-point sample has one.
     lopsided = np.zeros(3000, dtype=int)
     lopsided[:2] = 1

@@ -10,12 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from hydra.utils import get_method
 from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import StratifiedShuffleSplit
 
 from clusterbench.data.preprocess import impute, preprocess
-from clusterbench.data.sources import RawData, cache_dir
+from clusterbench.data.sources import RawData, cache_dir, call_source
 from clusterbench.errors import UserError
 
 __all__ = ["Dataset", "cache_dir", "load_dataset", "stratified_subsample"]
@@ -52,10 +51,7 @@ def _split(raw: RawData, split: str | None, name: str) -> RawData:
 def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> Dataset:
     """Load and prepare the dataset that ``cfg`` (one ``conf/dataset/*.yaml``) describes."""
     cfg = OmegaConf.create(dict(cfg)) if not isinstance(cfg, DictConfig) else cfg
-    # Called directly rather than through hydra.utils.instantiate, which would wrap a UserError
-    # (e.g. "not in the cache") in an InstantiationException.
-    source = OmegaConf.to_container(cfg.source, resolve=True)
-    raw = _split(get_method(source.pop("_target_"))(**source), cfg.get("split"), cfg.name)
+    raw = _split(call_source(cfg.source), cfg.get("split"), cfg.name)
     X, y = np.asarray(raw.X, dtype=np.float64), np.asarray(raw.y)
     sizes = [s for s in (cfg.get("subsample"), max_samples) if s is not None]
     if sizes and min(sizes) < len(y):

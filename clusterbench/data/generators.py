@@ -203,11 +203,10 @@ def double_mnist(n_samples: int = 10000, random_state: int = 0) -> RawData:
     10000 from ``random_state``. By construction the classes have a Khatri-Rao structure: left
     digit x right digit. Pixels stay 0..255 (the paper divides by the maximum).
     """
-    from hydra.utils import instantiate
-
     from clusterbench.catalog import load_option
+    from clusterbench.data.sources import call_source
 
-    mnist = instantiate(load_option("dataset", "mnist").source)  # the mnist config's own source
+    mnist = call_source(load_option("dataset", "mnist").source)  # the mnist config's own source
     digits = np.asarray(mnist.y).astype(np.int64)
     rng = np.random.default_rng(random_state)
     y = np.concatenate([np.repeat(np.arange(100), n_samples // 100), np.arange(n_samples % 100)])

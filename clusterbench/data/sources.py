@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from hydra.utils import get_method
+from omegaconf import DictConfig, OmegaConf
 
 from clusterbench.errors import UserError
 from clusterbench.results import atomic_write_bytes
@@ -45,6 +47,16 @@ def read_npz(path: Path) -> RawData:
         return RawData(X=archive["X"], y=archive["y"], n_train=n_train)
 
 
+def call_source(source) -> RawData:
+    """Call a dataset config's ``source`` (``_target_`` and its arguments). Called directly rather
+    than through hydra.utils.instantiate, which would wrap a UserError (e.g. "not in the cache")
+    in an InstantiationException."""
+    arguments = (
+        OmegaConf.to_container(source, resolve=True) if isinstance(source, DictConfig) else dict(source)
+    )
+    return get_method(arguments.pop("_target_"))(**arguments)
+
+
 def write_npz(path: Path, data: RawData) -> None:
     """Write atomically (:func:`~clusterbench.results.atomic_write_bytes`)."""
     arrays = {"X": data.X, "y": data.y}
@@ -72,7 +84,7 @@ def cached(
     if path.exists() and not refresh:
         data = read_npz(path)
         if data.n_train is None and n_train is not None:
-            data = replace(data, n_train=n_train)
+            data = replace(data, n_train=_checked_n_train(n_train, len(data.y), name))
         return data
     if openml_id is None:
         raise UserError(
@@ -126,9 +138,15 @@ def fetch_openml(
     as_text = pd.Series(np.asarray(labels)).astype(str)
     as_number = pd.to_numeric(as_text, errors="coerce")
     _, y = np.unique(as_number if as_number.notna().all() else as_text, return_inverse=True)
-    if n_train is not None and not 0 < n_train < len(y):
-        raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {len(y)} rows")
+    if n_train is not None:
+        _checked_n_train(n_train, len(y), name)
     return RawData(X=X, y=y.astype(np.int64), n_train=n_train)
+
+
+def _checked_n_train(n_train: int, n_rows: int, name: str) -> int:
+    if not 0 < n_train < n_rows:
+        raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {n_rows} rows")
+    return n_train
 
 
 def sklearn_bundled(loader: str) -> RawData:

@@ -85,15 +85,14 @@ def protocentroid_sizes(n_clusters: int, n_sets: int = 2) -> tuple[int, ...]:
     if exact:
         return min(exact, key=sum)
     base = max(2, math.ceil(n_clusters ** (1 / n_sets)) - 1)
-    for smallest in (2, 1):
-        candidates = [
-            sizes
-            for sizes in itertools.combinations_with_replacement(range(smallest, base + 3), n_sets)
-            if math.prod(sizes) >= n_clusters and _first_tuples_use_all(sizes, n_clusters)
-        ]
-        if candidates:
-            return min(candidates, key=lambda sizes: (sum(sizes), math.prod(sizes)))
-    return (1,) * (n_sets - 1) + (n_clusters,)  # always fits; not reached for k ≤ 3000, p ≤ 4
+    searched = itertools.combinations_with_replacement(range(1, base + 3), n_sets)
+    # (1, …, 1, k) always qualifies, so the search never comes back empty.
+    candidates = [
+        sizes
+        for sizes in [*searched, (1,) * (n_sets - 1) + (n_clusters,)]
+        if math.prod(sizes) >= n_clusters and _first_tuples_use_all(sizes, n_clusters)
+    ]
+    return min(candidates, key=lambda sizes: (min(sizes) < 2, sum(sizes), math.prod(sizes)))
 
 
 def _first_tuples_use_all(sizes: tuple[int, ...], n_clusters: int) -> bool:
@@ -137,6 +136,16 @@ LAYOUT_CHECKS = (
     ("h", _valid_sizes, "null or a list of integers ≥ 1 with product ≥ 2"),
     ("aggregator", lambda v: v in AGGREGATORS, f"one of {', '.join(AGGREGATORS)}"),
 )
+
+
+def _valid_init(init) -> bool:
+    """A name in INITS, or p ≥ 1 two-dimensional arrays (a list, an ndarray or a tensor of them)."""
+    if isinstance(init, str):
+        return init in INITS
+    try:
+        return len(init) >= 1 and all((t.ndim if hasattr(t, "ndim") else np.ndim(t)) == 2 for t in init)
+    except TypeError:  # None, a number
+        return False
 
 
 def protocentroid_budget(n_clusters: int, n_sets: int = 2) -> int:
@@ -324,13 +333,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
                 *LAYOUT_CHECKS,
                 (
                     "init",
-                    lambda v: (
-                        v in INITS
-                        if isinstance(v, str)
-                        else isinstance(v, Sequence | np.ndarray)
-                        and len(v) >= 1
-                        and all(np.ndim(t) == 2 for t in v)
-                    ),
+                    _valid_init,
                     f"one of {', '.join(INITS)} or a list of (h_l, n_features) arrays",
                 ),
                 ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
