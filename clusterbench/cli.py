@@ -7,11 +7,11 @@ word and hands ``run``'s remaining words to the Hydra app.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 import hydra
@@ -150,13 +150,15 @@ def command_run(words: list[str]) -> int:
     from clusterbench.results import FAILURES_ENV, collect_failures, failure_folder
 
     results_dir = check_overrides(open_estimator_overrides(words))
-    # A results_dir Hydra resolves only inside the app (${hydra:…}): note failures in a temp folder.
-    markers = failure_folder(results_dir or Path(tempfile.gettempdir()) / "clusterbench", uuid.uuid4().hex)
-    env_set = f"++hydra.job.env_set.{FAILURES_ENV}='{markers}'"
-    sys.argv = ["clusterbench run", *open_estimator_overrides(words), env_set]
+    # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
+    # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
+    markers = failure_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
+    os.environ[FAILURES_ENV] = str(markers)
+    sys.argv = ["clusterbench run", *open_estimator_overrides(words)]
     try:
         hydra_job()
     finally:
+        del os.environ[FAILURES_ENV]
         failed = collect_failures(markers)
     if failed:
         print(f"clusterbench: {len(failed)} grid point(s) failed; see {failed[0]}", file=sys.stderr)

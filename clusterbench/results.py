@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -147,15 +148,15 @@ def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | N
     return pd.concat([read_record(f) for f in files], ignore_index=True)
 
 
-# The folder where a job notes its failures for the `clusterbench run` that started it: set per
-# job through Hydra's hydra.job.env_set, so it reaches every launcher's processes (joblib, submitit).
+# The folder where a job notes its failures for the `clusterbench run` that started it (set in the
+# environment, which the jobs of every launcher inherit: joblib's and submitit's processes).
 FAILURES_ENV = "CLUSTERBENCH_FAILURES"
 
 
-def failure_folder(results_dir: Path, run_id: str) -> Path:
-    """Where the jobs of run ``run_id`` note their failures (on the results' file system, which a
+def failure_folder(results_dir: Path) -> Path:
+    """A fresh folder for one run's failure markers, on the results' file system (which a
     cluster's nodes share)."""
-    return Path(results_dir).resolve() / "runs" / ".failed" / run_id
+    return Path(results_dir).resolve() / "runs" / ".failed" / uuid.uuid4().hex
 
 
 def mark_failure(record: Path) -> None:
@@ -163,7 +164,9 @@ def mark_failure(record: Path) -> None:
     so a run counts its own failures and no other's."""
     folder = os.environ.get(FAILURES_ENV)
     if folder:
-        atomic_write_bytes(Path(folder) / f"{record.stem}.txt", str(record).encode())
+        # Named by the record's full path: a swept results_dir repeats file names.
+        name = hashlib.sha1(str(record.resolve()).encode()).hexdigest()[:20]
+        atomic_write_bytes(Path(folder) / f"{name}.txt", str(record).encode())
 
 
 def collect_failures(folder: Path) -> list[Path]:

@@ -225,3 +225,24 @@ def test_a_results_dir_only_hydra_resolves_still_counts_failures(tmp_path):
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "1 grid point(s) failed" in result.stderr and "Traceback" not in result.stderr
     assert len(record_files(tmp_path / "iris")) == 1
+
+
+def test_a_swept_results_dir_counts_the_failures_of_every_folder(tmp_path):
+    folders = [tmp_path / "a", tmp_path / "b"]
+    result = run_cli(
+        "run",
+        "-m",
+        "dataset=iris",
+        "profile=smoke",
+        "method.estimator._target_=tests.helpers.Exploding",
+        f"results_dir={folders[0]},{folders[1]}",
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "2 grid point(s) failed" in result.stderr
+    assert [len(record_files(folder)) for folder in folders] == [1, 1]
+
+
+def test_hydra_flags_after_the_overrides_still_work(tmp_path):
+    result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", "--cfg", "job")
+    assert result.returncode == 0, result.stderr
+    assert "name: iris" in result.stdout and not record_files(tmp_path)

@@ -126,8 +126,13 @@ def test_an_imported_file_without_n_train_takes_the_configs_boundary(tmp_path, m
     np.savez(tmp_path / "toy.npz", X=X, y=y)  # as `clusterbench data import` copies a user's file
     assert cached("toy", openml_id=1, n_train=6).n_train == 6
     assert cached("toy").n_train is None
-    with pytest.raises(UserError, match="n_train=60 for 'toy' must lie between 0 and its 10 rows"):
-        cached("toy", openml_id=1, n_train=60)  # a config meant for the full dataset
+    # A config meant for the full dataset: fine unless a split uses the boundary.
+    assert cached("toy", openml_id=1, n_train=60).n_train == 60
+    toy = {"name": "toy", "n_clusters": 2, "preprocess": "none"}
+    source = {"_target_": CACHED_SOURCE, "name": "toy", "openml_id": 1, "n_train": 60}
+    assert load_dataset({**toy, "source": source}).X.shape == (10, 2)
+    with pytest.raises(UserError, match="n_train=60 does not split its 10 rows"):
+        load_dataset({**toy, "source": source, "split": "test"})
     np.savez(tmp_path / "toy.npz", X=X, y=y, n_train=4)  # the file's own boundary wins
     assert cached("toy", openml_id=1, n_train=6).n_train == 4
 

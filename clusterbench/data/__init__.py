@@ -42,6 +42,11 @@ def _split(raw: RawData, split: str | None, name: str) -> RawData:
         return raw
     if raw.n_train is None:
         raise UserError(f"dataset '{name}' has no train/test boundary (n_train); remove dataset.split")
+    if not 0 < raw.n_train < len(raw.y):
+        raise UserError(
+            f"dataset '{name}': n_train={raw.n_train} does not split its {len(raw.y)} rows; "
+            "give source.n_train for this file, or remove dataset.split"
+        )
     part = {"train": slice(None, raw.n_train), "test": slice(raw.n_train, None)}.get(split)
     if part is None:
         raise UserError(f"dataset.split must be train, test or null, got '{split}'")

@@ -84,7 +84,7 @@ def cached(
     if path.exists() and not refresh:
         data = read_npz(path)
         if data.n_train is None and n_train is not None:
-            data = replace(data, n_train=_checked_n_train(n_train, len(data.y), name))
+            data = replace(data, n_train=n_train)  # checked against the rows where a split uses it
         return data
     if openml_id is None:
         raise UserError(
@@ -138,15 +138,9 @@ def fetch_openml(
     as_text = pd.Series(np.asarray(labels)).astype(str)
     as_number = pd.to_numeric(as_text, errors="coerce")
     _, y = np.unique(as_number if as_number.notna().all() else as_text, return_inverse=True)
-    if n_train is not None:
-        _checked_n_train(n_train, len(y), name)
+    if n_train is not None and not 0 < n_train < len(y):
+        raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {len(y)} rows")
     return RawData(X=X, y=y.astype(np.int64), n_train=n_train)
-
-
-def _checked_n_train(n_train: int, n_rows: int, name: str) -> int:
-    if not 0 < n_train < n_rows:
-        raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {n_rows} rows")
-    return n_train
 
 
 def sklearn_bundled(loader: str) -> RawData:

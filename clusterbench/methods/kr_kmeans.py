@@ -144,7 +144,7 @@ def _valid_init(init) -> bool:
         return init in INITS
     try:
         return len(init) >= 1 and all((t.ndim if hasattr(t, "ndim") else np.ndim(t)) == 2 for t in init)
-    except TypeError:  # None, a number
+    except (TypeError, ValueError):  # None, a number, ragged rows
         return False
 
 
@@ -347,7 +347,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ initialisation
 
     def _explicit_init(self, points: torch.Tensor) -> list[torch.Tensor]:
-        given = [torch.as_tensor(np.asarray(t), dtype=points.dtype, device=points.device) for t in self.init]
+        given = [torch.as_tensor(t, dtype=points.dtype, device=points.device) for t in self.init]
         expected = [(size, points.shape[1]) for size in self.sizes_]
         if [tuple(t.shape) for t in given] != expected:
             raise ValueError(
