@@ -22,6 +22,13 @@ SUMMARY = re.compile(
 )
 
 
+def run_exploding(*words: str):
+    """``clusterbench run`` of one iris point whose fit raises (tests.helpers.Exploding)."""
+    return run_cli(
+        "run", *words, "dataset=iris", "profile=smoke", "method.estimator._target_=tests.helpers.Exploding"
+    )
+
+
 def assert_one_line_error(result, *fragments: str) -> str:
     """Exit 2, a single ``clusterbench: error:`` line on stderr naming ``fragments``, no traceback."""
     assert result.returncode == 2, (result.stdout, result.stderr)
@@ -124,13 +131,7 @@ def test_invalid_threads_exits_2_naming_it(tmp_path, threads):
 
 
 def test_a_failed_point_is_reported_and_makes_run_exit_1(tmp_path):
-    result = run_cli(
-        "run",
-        "dataset=iris",
-        "profile=smoke",
-        "method.estimator._target_=tests.helpers.Exploding",
-        f"results_dir={tmp_path}",
-    )
+    result = run_exploding(f"results_dir={tmp_path}")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "iris  kmeans  seed=0 | FAILED: RuntimeError: boom in fit" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
@@ -198,13 +199,7 @@ def test_help_lists_the_commands():
 def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
     # A failed record written by some other run in the same folder (as a sweep in another terminal
     # would, while this run goes on) is not this run's failure.
-    other = run_cli(
-        "run",
-        "dataset=iris",
-        "profile=smoke",
-        "method.estimator._target_=tests.helpers.Exploding",
-        f"++results_dir={tmp_path}",  # the ++ form names the folder too
-    )
+    other = run_exploding(f"++results_dir={tmp_path}")  # the ++ form names the folder too
     assert other.returncode == 1, (other.stdout, other.stderr)
     (failed,) = record_files(tmp_path)
     future = time.time() + 600
@@ -215,13 +210,7 @@ def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
 
 
 def test_a_results_dir_only_hydra_resolves_still_counts_failures(tmp_path):
-    result = run_cli(
-        "run",
-        "dataset=iris",
-        "profile=smoke",
-        "method.estimator._target_=tests.helpers.Exploding",
-        f"results_dir={tmp_path}/${{hydra:runtime.choices.dataset}}",
-    )
+    result = run_exploding(f"results_dir={tmp_path}/${{hydra:runtime.choices.dataset}}")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "1 grid point(s) failed" in result.stderr and "Traceback" not in result.stderr
     assert len(record_files(tmp_path / "iris")) == 1
@@ -229,14 +218,7 @@ def test_a_results_dir_only_hydra_resolves_still_counts_failures(tmp_path):
 
 def test_a_swept_results_dir_counts_the_failures_of_every_folder(tmp_path):
     folders = [tmp_path / "a", tmp_path / "b"]
-    result = run_cli(
-        "run",
-        "-m",
-        "dataset=iris",
-        "profile=smoke",
-        "method.estimator._target_=tests.helpers.Exploding",
-        f"results_dir={folders[0]},{folders[1]}",
-    )
+    result = run_exploding("-m", f"results_dir={folders[0]},{folders[1]}")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "2 grid point(s) failed" in result.stderr
     assert [len(record_files(folder)) for folder in folders] == [1, 1]
