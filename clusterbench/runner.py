@@ -32,7 +32,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import config_hash, finished_record, mark_failure, record_path, write_record
-from clusterbench.validation import DEVICES, is_int, is_real, resolve_device
+from clusterbench.validation import check_device, is_int, is_real, resolve_device
 
 
 @dataclass
@@ -194,8 +194,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and int(cfg.seed) not in seeds:
         return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
-    if cfg.device not in DEVICES:  # before the dataset loads, which may take minutes
-        raise UserError(f"device must be one of {', '.join(DEVICES)}, got '{cfg.device}'")
+    check_device(cfg.device)  # before the dataset loads, which may take minutes
     threads = check_threads(cfg.get("threads"))
     dataset_cfg = dataset_config(cfg)
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))

@@ -63,10 +63,15 @@ def resolve_seed(random_state: int | None) -> int:
     return _seed63() if random_state is None else int(random_state)
 
 
-def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
+def check_device(device: str) -> None:
+    """A device name is one of DEVICES (checked without importing torch)."""
     if device not in DEVICES:
         raise HyperparameterError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when a GPU is visible, else ``cpu``; ``cuda`` without a GPU is an error."""
+    check_device(device)
     if device == "cpu":
         return "cpu"
     import torch  # only where a device is really asked for: CPU-only baselines never load torch
