@@ -76,7 +76,10 @@ def method_grid(cfg: DictConfig) -> list[dict]:
     grid = (cfg.get("grids") or {}).get(cfg.method.name)
     if not grid:
         return [{}]
-    return list(ParameterGrid(OmegaConf.to_container(grid, resolve=True)))
+    try:
+        return list(ParameterGrid(OmegaConf.to_container(grid, resolve=True)))
+    except TypeError as exc:  # a scalar where a list of values belongs
+        raise UserError(f"grids.{cfg.method.name}: {str(exc).splitlines()[0]}") from None
 
 
 def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, device: str):
@@ -104,10 +107,10 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
 
 def check_n_clusters(estimator, data: Dataset) -> None:
     k = getattr(estimator, "n_clusters", None)
-    if k is not None and not 2 <= k <= len(data.y):
+    if k is not None and not (is_int(k) and 2 <= k <= len(data.y)):
         raise HyperparameterError(
-            f"n_clusters must be between 2 and the number of points ({len(data.y)}) for dataset "
-            f"'{data.name}', got {k}"
+            f"n_clusters must be an integer between 2 and the number of points ({len(data.y)}) for dataset "
+            f"'{data.name}', got {k!r}"
         )
 
 
@@ -122,10 +125,41 @@ def score(
     """Every metric of the suite on ``labels``; a metric may also read the fitted ``estimator``
     (e.g. its own objective)."""
     available = {"X": data.X, "y": data.y, "labels": labels, "estimator": estimator, "random_state": seed}
-    return {
-        name: call_metric(get_method(spec._target_), available, metric_options(spec))
-        for name, spec in metrics.items()
-    }
+    scores = {}
+    for name, spec in metrics.items():
+        try:
+            scores[name] = call_metric(get_method(spec._target_), available, metric_options(spec))
+        except Exception as exc:
+            raise MetricError(name) from exc
+    return scores
+
+
+class MetricError(Exception):
+    """Raised by :func:`score` from the error of metric ``name``, so a failure names its metric."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def check_metric_suite(metrics: DictConfig) -> None:
+    """Every metric's options name parameters its function takes: a misspelled option is a user
+    error before any fit, not a failure recorded at every grid point after it."""
+    if not metrics:
+        raise UserError(
+            "the metric suite is empty; choose one (e.g. metrics=default, see `clusterbench list`)"
+        )
+    for name, spec in metrics.items():
+        options = {k: v for k, v in metric_options(spec).items() if k != "ignore_label"}
+        signature = inspect.signature(get_method(spec._target_))
+        try:
+            signature.bind_partial(**options)
+        except TypeError:
+            unknown = sorted(set(options) - set(signature.parameters))
+            raise UserError(
+                f"metric '{name}' has no option {', '.join(map(repr, unknown))}; "
+                f"its options are: {', '.join(signature.parameters)}, ignore_label"
+            ) from None
 
 
 def estimator_params(estimator) -> dict:
@@ -191,14 +225,18 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
 
     ``report`` (optional) is called with each point's result as soon as it is known.
     """
+    seed = cfg.seed
+    if not (is_int(seed) and seed >= 0):
+        raise UserError(f"seed must be an integer ≥ 0, got {seed!r}")
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
-    if seeds is not None and int(cfg.seed) not in seeds:
+    if seeds is not None and seed not in seeds:
         return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
-    check_device(cfg.device)  # before the dataset loads, which may take minutes
+    # Checked before the dataset loads, which may take minutes.
+    check_device(cfg.device)
+    check_metric_suite(cfg.metrics)
     threads = check_threads(cfg.get("threads"))
     dataset_cfg = dataset_config(cfg)
     data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
-    seed = int(cfg.seed)
     method = method_config(cfg)
     timeout = fit_timeout(cfg.get("timeout_s"), method.name)
     results_dir = Path(cfg.results_dir)
@@ -221,6 +259,8 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         key = config_hash({**job_identity, "method": point})
         path = record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
         done = None if cfg.force else finished_record(path)
+        if done is not None and _limit_raised(done.iloc[0], len(data.y), method.get("max_samples"), timeout):
+            done = None
         if done is not None:
             outcomes.append(_cached(params, done, path))
             if report:
@@ -289,35 +329,55 @@ def _fit_and_score(
             "skipped",
             error=f"n={len(data.y)} exceeds method.max_samples={cap} (dense n x n memory)",
         )
-    try:
-        # Library warnings (e.g. "fewer distinct clusters than n_clusters") and prints (e.g. "SVD did
-        # not converge, randomizing and trying again") are summarised in the job's output line
-        # instead of flooding a sweep's log.
-        printed = io.StringIO()
-        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
-            warnings.simplefilter("always")
+    # Library warnings (e.g. "fewer distinct clusters than n_clusters") and prints (e.g. "SVD did
+    # not converge, randomizing and trying again") are summarised in the job's output line
+    # instead of flooding a sweep's log.
+    printed = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
+        warnings.simplefilter("always")
+        try:
             start = time.perf_counter()
             with time_limit(timeout_s):
                 estimator.fit(data.X)
             seconds = time.perf_counter() - start
             labels = np.asarray(estimator.labels_)
             scores = score(metrics, data, labels, seed, estimator)
-    except FitTimeout as exc:
-        return PointResult(params, "timeout", error=str(exc))
-    except Exception as exc:
-        if is_invalid_parameter(exc):
-            raise HyperparameterError(f"method '{method.name}': {str(exc).splitlines()[0]}") from None
-        last = traceback.extract_tb(exc.__traceback__)[-1]
-        where = f" at {Path(last.filename).name}:{last.lineno}"
-        return PointResult(params, "failed", error=f"{type(exc).__name__}: {exc}{where}")
+        except FitTimeout as exc:
+            # The limit is kept as the point's time: a rerun under a larger one fits it again.
+            return PointResult(params, "timeout", error=str(exc), fit_seconds=timeout_s)
+        except MetricError as exc:
+            return _failed(params, exc.__cause__, f"metric '{exc.name}'")
+        except Exception as exc:
+            return _failed(params, exc, f"method '{method.name}'")
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     notes += [f"printed {n}x: {line}" for line, n in Counter(printed.getvalue().splitlines()).items()]
     return PointResult(params, "ok", scores=scores, fit_seconds=seconds, warnings=notes, labels=labels)
 
 
+def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
+    """A failed point, its error naming ``culprit`` (a method or metric) and where it was raised;
+    an invalid parameter value is the user's error instead."""
+    if is_invalid_parameter(exc):
+        raise HyperparameterError(f"{culprit}: {str(exc).splitlines()[0]}") from None
+    last = traceback.extract_tb(exc.__traceback__)[-1]
+    where = f" at {Path(last.filename).name}:{last.lineno}"
+    return PointResult(params, "failed", error=f"{culprit}: {type(exc).__name__}: {exc}{where}")
+
+
+def _limit_raised(record, n_points: int, max_samples, timeout_s) -> bool:
+    """Whether a point recorded as skipped or timed out would run now: the limit that stopped it
+    (``method.max_samples``, ``timeout_s``) was raised or lifted."""
+    if record["status"] == "skipped":
+        return max_samples is None or n_points <= max_samples
+    if record["status"] == "timeout":
+        # Its fit_seconds is the limit it ran under (unknown, NaN, in records before that).
+        return timeout_s is None or timeout_s > float(record["fit_seconds"])
+    return False
+
+
 def _cached(params: dict, frame, path: Path) -> PointResult:
     first = frame.iloc[0]
-    if first["status"] != "ok":  # a skipped or timed-out point stays so on a rerun (force=true retries)
+    if first["status"] != "ok":  # skipped or timed out under the same limit (force=true retries)
         return PointResult(params, str(first["status"]), error=str(first["error"]), path=path)
     scores = dict(zip(frame["metric"], frame["value"], strict=True))
     return PointResult(params, "cached", scores=scores, fit_seconds=float(first["fit_seconds"]), path=path)

@@ -74,6 +74,12 @@ from clusterbench.validation import is_int
 SELECTIONS = ("best", "best_mean", "mean_std", "mean_best", "best_of")
 PROTOCOLS = (*SELECTIONS, "agreement")
 AGREEMENT_METRICS = ("nmi", "ari")
+# Marks a cell chosen from only the runs that finished (``n_ok`` of ``n_runs`` in the .csv).
+PARTIAL_MARK = "†"
+PARTIAL_NOTE = (
+    "chosen from the runs that finished; others failed, timed out or were skipped"
+    " (n_ok of n_runs in the .csv)."
+)
 
 
 @dataclass
@@ -84,14 +90,16 @@ class TableOutputs:
 
 
 def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per run (config hash) with a column per metric, plus its status, params, fit time
+    """One row per run (record) with a column per metric, plus its status, params, fit time
     and where its record lies (experiment, profile)."""
-    keys = ["config_hash", "experiment", "profile", "dataset", "method", "variant", "seed", "params"]
-    keys += ["status", "error", "fit_seconds"]
-    runs = records[keys].drop_duplicates("config_hash").set_index("config_hash")
+    # A run is a record file: its method's name and its config hash (which leaves out the name, so
+    # two method configs of the same estimator and hyperparameters share a hash).
+    run = ["method", "config_hash"]
+    keys = ["experiment", "profile", "dataset", "variant", "seed", "params", "status", "error", "fit_seconds"]
+    runs = records[run + keys].drop_duplicates(run).set_index(run)
     ok = records[records["status"] == "ok"]
     if not ok.empty:
-        wide = ok.pivot_table(index="config_hash", columns="metric", values="value", aggfunc="first")
+        wide = ok.pivot_table(index=run, columns="metric", values="value", aggfunc="first")
         runs = runs.join(wide)
     return runs.reset_index()
 
@@ -313,6 +321,7 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                         "delta_best": ours_best - paper_best,
                         "status": chosen.get("status", "ok") if chosen else _why_empty(cell_runs),
                         "n_runs": len(cell_runs),
+                        "n_ok": int((cell_runs["status"] == "ok").sum()),
                         "selected_params": chosen.get("selected", ""),
                     }
                     | ({"reach": chosen.get("reach", math.nan)} if kind == "best_of" else {})
@@ -383,18 +392,20 @@ def metric_label(spec, metric: str) -> str:
 def win_loss(spec, cells: pd.DataFrame, value: str) -> dict[str, dict[str, str]]:
     """Per W/L row (a column key) and metric: 'wins/losses' of that column against each other column.
 
-    Values are compared as the table prints them (rounded to ``digits``); ties count neither.
+    Values are compared as the table prints them (rounded to ``digits``), in the direction the
+    metric's ``better`` names; ties count neither.
     """
     rows = {}
     for reference in spec.get("win_loss", []):
         for metric in spec.metrics:
             digits = per_metric(spec, "digits", metric, 3)
+            sign = -1 if per_metric(spec, "better", metric, "max") == "min" else 1
             frame = cells[cells["metric"] == metric].pivot(index="dataset", columns="column", values=value)
             line = {}
             for column in spec.columns:
                 if column == reference:
                     continue
-                a, b = frame[reference].round(digits), frame[column].round(digits)
+                a, b = sign * frame[reference].round(digits), sign * frame[column].round(digits)
                 both = a.notna() & b.notna()
                 if both.any():
                     line[column] = f"{int((a[both] > b[both]).sum())}/{int((a[both] < b[both]).sum())}"
@@ -410,6 +421,7 @@ def _format(
     latex: bool,
     std: float = math.nan,
     best: float = math.nan,
+    partial: bool = False,
 ) -> str:
     if math.isnan(value):
         return ""
@@ -420,6 +432,8 @@ def _format(
         text += f" / {best:.{digits}f}"
     if bold:
         text = f"\\textbf{{{text}}}" if latex else f"**{text}**"
+    if partial:
+        text += "$^\\dagger$" if latex else PARTIAL_MARK
     if not math.isnan(gain):
         arrows = ("$\\blacktriangle$", "$\\blacktriangledown$", "\\%") if latex else ("▲", "▼", "%")
         text += f" {arrows[0] if gain >= 0 else arrows[1]}{abs(gain):.0f}{arrows[2]}"
@@ -455,6 +469,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
                     latex,
                     std,
                     cell.loc[column, f"{side}_best"],
+                    side == "ours" and is_partial(cell.loc[column]),
                 )
                 reach = cell.loc[column, "reach"] if side == "ours" and "reach" in cell else math.nan
                 if text and not math.isnan(reach):
@@ -479,6 +494,12 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         key if not isinstance(key, tuple) else f"{spec.columns[key[0]].label} ({key[1]})" for key in ordered
     ]
     return frame
+
+
+def is_partial(cell: pd.Series) -> bool:
+    """Whether a cell with a value was chosen from only some of its runs: the others failed,
+    timed out or were skipped, so a fuller run might change it."""
+    return cell["status"] == "ok" and not math.isnan(cell["ours"]) and cell["n_ok"] < cell["n_runs"]
 
 
 def _best(values: pd.Series, better: str) -> float:
@@ -539,7 +560,10 @@ def write_table(
     """
     cells = compute_cells(spec, wide_runs(records), results_dir)
     sources = ", ".join(spec.experiments)
-    header = f"### {spec.title}\n\nProfile `{profile}`; records of {sources}. {spec.note}\n\n"
+    header = f"### {spec.title}\n\nProfile `{profile}`; records of {sources}. {spec.note}"
+    if cells.apply(is_partial, axis=1).any():
+        header += f" {PARTIAL_MARK}: {PARTIAL_NOTE}"
+    header += "\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
     latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=spec.title)
     table_csv = cells.to_csv(index=False, float_format=lambda v: f"{v:.6g}" if np.isfinite(v) else "")

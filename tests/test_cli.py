@@ -133,7 +133,7 @@ def test_invalid_threads_exits_2_naming_it(tmp_path, threads):
 def test_a_failed_point_is_reported_and_makes_run_exit_1(tmp_path):
     result = run_exploding(f"results_dir={tmp_path}")
     assert result.returncode == 1, (result.stdout, result.stderr)
-    assert "iris  kmeans  seed=0 | FAILED: RuntimeError: boom in fit" in result.stdout
+    assert "iris  kmeans  seed=0 | FAILED: method 'kmeans': RuntimeError: boom in fit" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
     assert list(load_records(tmp_path, "smoke")["status"]) == ["failed"]
 

@@ -118,6 +118,8 @@ def test_optdigits_test_split_is_sklearn_digits():
 def test_split_without_a_train_boundary_is_a_user_error():
     with pytest.raises(UserError, match="n_train"):
         load_dataset(dataset_config("iris", split="train"))
+    with pytest.raises(UserError, match="split must be train, test or null, got 'val'"):
+        load_dataset(dataset_config("iris", split="val"))  # the value is named before the boundary
 
 
 def test_an_imported_file_without_n_train_takes_the_configs_boundary(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 import sklearn.cluster
 from omegaconf import OmegaConf, open_dict
 
+import clusterbench.metrics
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.results import finished_record, read_record
@@ -180,9 +181,12 @@ def test_method_max_samples_below_n_skips_the_point(tmp_path, kmeans_fits):
     assert kmeans_fits == []
     frame = read_record(outcome.path)
     assert list(frame["status"]) == ["skipped"] and math.isnan(frame["value"].iloc[0])
-    (again,) = run_job(cfg)  # a skip is final for this config: not refitted, still skipped
+    (again,) = run_job(cfg)  # a skip is final under the same cap: not refitted, still skipped
     assert again.status == "skipped" and kmeans_fits == []
     assert "SKIPPED" in summary_line("iris", "kmeans", 0, again)
+    (raised,) = run_job(iris(tmp_path, "method.max_samples=150"))  # the cap no longer applies
+    assert raised.status == "ok" and raised.path == outcome.path and kmeans_fits == [150]
+    assert list(read_record(outcome.path)["status"].unique()) == ["ok"]
 
 
 def test_dataset_overrides_and_profile_cap_change_the_data_and_the_record(tmp_path, kmeans_fits):
@@ -204,6 +208,46 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
     assert len({zero.path, one.path, external.path}) == 3
     assert set(external.scores) == {"nmi", "ari", "acc", "purity"}
     assert list(read_record(one.path)["seed"].unique()) == [1]
+
+
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        ("seed=abc", ["seed must be an integer ≥ 0", "'abc'"]),
+        ("seed=1.5", ["seed must be an integer ≥ 0", "1.5"]),
+        ("seed=-1", ["seed must be an integer ≥ 0", "-1"]),
+        ("+method.estimator.n_clusters=abc", ["n_clusters must be an integer", "'abc'"]),
+        ("+grids.kmeans.init=random", ["grids.kmeans", "'init'", "list"]),
+        ("profile.max_samples=2", ["stratified subsample of 2 of 150", "from 3 to 147"]),
+        ("profile.max_samples=149", ["stratified subsample of 149 of 150"]),
+        ("profile.max_samples=abc", ["profile.max_samples must be an integer ≥ 1", "'abc'"]),
+        ("+metrics.sc.max_sample=5", ["metric 'sc' has no option 'max_sample'", "max_samples"]),
+        ("metrics.nmi.average_method=foo", ["metric 'nmi'", "average_method"]),
+    ],
+)
+def test_invalid_job_settings_are_user_errors_before_any_record(tmp_path, override, fragments, kmeans_fits):
+    with pytest.raises(UserError) as caught:
+        run_job(iris(tmp_path, override))
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+    assert record_files(tmp_path) == []
+
+
+def test_an_empty_metric_suite_is_a_user_error(tmp_path):
+    cfg = iris(tmp_path)
+    cfg.metrics = {}
+    with pytest.raises(UserError, match="metric suite is empty"):
+        run_job(cfg)
+
+
+def test_an_error_inside_a_metric_is_a_failed_point_naming_the_metric(tmp_path, monkeypatch):
+    def broken(labels):
+        raise RuntimeError("cannot score")
+
+    monkeypatch.setattr(clusterbench.metrics, "n_found", broken)
+    (outcome,) = run_job(iris(tmp_path))
+    assert outcome.status == "failed"
+    assert outcome.error.startswith("metric 'n_found': RuntimeError: cannot score at test_runner.py:")
 
 
 def test_an_unknown_device_is_a_user_error(tmp_path):
@@ -243,7 +287,16 @@ def test_a_fit_past_timeout_s_is_recorded_as_timeout_and_not_retried(tmp_path):
     assert outcome.status == "timeout" and "timeout_s=0.5" in outcome.error
     frame = read_record(outcome.path)
     assert list(frame["status"]) == ["timeout"] and frame["value"].isna().all()
+    assert frame["fit_seconds"].tolist() == [0.5]  # the limit it ran under
     assert [o.status for o in run_job(cfg)] == ["timeout"]  # kept on a rerun, not refitted
+    assert [
+        o.status for o in run_job(compose_config(tmp_path, "dataset=iris", "timeout_s=0.4", sleeper))
+    ] == ["timeout"]
+    # A larger limit (or none) fits the point again: it may finish now.
+    longer = compose_config(tmp_path, "dataset=iris", "timeout_s=0.6", sleeper)
+    [retried] = run_job(longer)
+    assert retried.status == "timeout" and "timeout_s=0.6" in retried.error
+    assert read_record(outcome.path)["fit_seconds"].tolist() == [0.6]
 
 
 def test_a_timeout_map_limits_only_the_methods_it_names(tmp_path):

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 from clusterbench.results import COLUMNS, load_records, write_record
 from clusterbench.tables import (
+    PARTIAL_MARK,
     best_of_weights,
     build_table,
     compute_cells,
@@ -203,6 +204,32 @@ def test_win_loss_compares_printed_values_and_ignores_ties():
     assert rows[("clam", "sc")] == {"kmeans": "1/1"}
 
 
+def test_two_method_configs_with_one_config_hash_stay_two_runs():
+    # The hash leaves out the method's name: a copy of a method config under a new name shares it.
+    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.30}), run("zoo", "clam", 0, {}, {"sc": 0.41}))
+    records["config_hash"] = "same"
+    cells = compute_cells(spec(), wide_runs(records)).set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "kmeans"), "ours"] == 0.30 and cells.loc[("zoo", "clam"), "ours"] == 0.41
+
+
+def test_win_loss_counts_less_as_a_win_for_a_metric_where_less_is_better():
+    cells = pd.DataFrame(
+        [
+            {"dataset": d, "metric": "inertia", "column": c, "ours": v, "paper": v}
+            for d, c, v in [
+                ("zoo", "kmeans", 10.0),
+                ("zoo", "clam", 5.0),
+                ("ecoli", "kmeans", 8.0),
+                ("ecoli", "clam", 9.0),
+            ]
+        ]
+    )
+    table = spec(metrics=["inertia"], better={"inertia": "min"})
+    assert win_loss(table, cells, "ours")[("clam", "inertia")] == {"kmeans": "1/1"}
+    cells.loc[cells["column"] == "clam", "ours"] = [4.0, 7.0]
+    assert win_loss(table, cells, "ours")[("clam", "inertia")] == {"kmeans": "2/0"}
+
+
 def test_written_table_has_gains_bold_best_and_a_cell_csv(tmp_path):
     records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.374}), run("zoo", "clam", 0, {}, {"sc": 0.412}))
     outputs = write_table(spec(), records, tmp_path, "smoke")
@@ -214,6 +241,22 @@ def test_written_table_has_gains_bold_best_and_a_cell_csv(tmp_path):
     table = pd.read_csv(tmp_path / "toy.csv")
     assert {"ours", "paper", "delta"} <= set(table.columns)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_cell_chosen_without_some_of_its_runs_is_marked_and_counted(tmp_path):
+    records = frame(
+        run("zoo", "kmeans", 0, {}, {"sc": 0.30}),
+        run("zoo", "kmeans", 1, {}, {"sc": 0.40}),
+        run("zoo", "kmeans", 2, {}, {}, status="timeout"),
+        run("zoo", "clam", 0, {}, {"sc": 0.41}),
+    )
+    outputs = write_table(spec(protocol={"kind": "mean_std"}), records, tmp_path, "smoke")
+    cells = outputs.cells.set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "kmeans"), ["n_runs", "n_ok"]].tolist() == [3, 2]
+    zoo = next(line for line in outputs.markdown.splitlines() if line.startswith("| Zoo"))
+    assert "0.350 ± 0.050† ▲17%" in zoo and "**0.410 ± 0.000** |" in zoo  # clam ran fully: no mark
+    assert f"{PARTIAL_MARK}: chosen from the runs that finished" in outputs.markdown
+    assert "$^\\dagger$" in (tmp_path / "toy.tex").read_text()
 
 
 def test_clam_table1_from_real_records(tmp_path):

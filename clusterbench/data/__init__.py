@@ -16,6 +16,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 from clusterbench.data.preprocess import impute, preprocess
 from clusterbench.data.sources import RawData, cache_dir, call_source
 from clusterbench.errors import UserError
+from clusterbench.validation import is_int
 
 __all__ = ["Dataset", "cache_dir", "load_dataset", "stratified_subsample"]
 
@@ -33,13 +34,23 @@ class Dataset:
 def stratified_subsample(y: np.ndarray, size: int, seed: int) -> np.ndarray:
     """Sorted indices of a class-stratified subsample of ``size`` points (StratifiedShuffleSplit)."""
     splitter = StratifiedShuffleSplit(n_splits=1, train_size=size, random_state=seed)
-    index, _ = next(splitter.split(np.zeros(len(y)), y))
+    try:
+        index, _ = next(splitter.split(np.zeros(len(y)), y))
+    except ValueError as exc:  # every class needs a point on both sides of the split
+        n_classes = len(np.unique(y))
+        raise UserError(
+            f"cannot draw a class-stratified subsample of {size} of {len(y)} points in {n_classes} "
+            f"classes ({str(exc).splitlines()[0]}); choose a size from {n_classes} to "
+            f"{len(y) - n_classes}, or at least {len(y)} to keep every point"
+        ) from None
     return np.sort(index)
 
 
 def _split(raw: RawData, split: str | None, name: str) -> RawData:
     if split is None:
         return raw
+    if split not in ("train", "test"):
+        raise UserError(f"dataset.split must be train, test or null, got '{split}'")
     if raw.n_train is None:
         raise UserError(f"dataset '{name}' has no train/test boundary (n_train); remove dataset.split")
     if not 0 < raw.n_train < len(raw.y):
@@ -47,9 +58,7 @@ def _split(raw: RawData, split: str | None, name: str) -> RawData:
             f"dataset '{name}': n_train={raw.n_train} does not split its {len(raw.y)} rows; "
             "give source.n_train for this file, or remove dataset.split"
         )
-    part = {"train": slice(None, raw.n_train), "test": slice(raw.n_train, None)}.get(split)
-    if part is None:
-        raise UserError(f"dataset.split must be train, test or null, got '{split}'")
+    part = {"train": slice(None, raw.n_train), "test": slice(raw.n_train, None)}[split]
     return RawData(raw.X[part], raw.y[part])
 
 
@@ -58,9 +67,13 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> D
     cfg = OmegaConf.create(dict(cfg)) if not isinstance(cfg, DictConfig) else cfg
     raw = _split(call_source(cfg.source), cfg.get("split"), cfg.name)
     X, y = np.asarray(raw.X, dtype=np.float64), np.asarray(raw.y)
-    sizes = [s for s in (cfg.get("subsample"), max_samples) if s is not None]
+    limits = {"dataset.subsample": cfg.get("subsample"), "profile.max_samples": max_samples}
+    for key, size in limits.items():
+        if size is not None and not (is_int(size) and size >= 1):
+            raise UserError(f"{key} must be an integer ≥ 1 or null, got {size!r}")
+    sizes = [size for size in limits.values() if size is not None]
     if sizes and min(sizes) < len(y):
-        keep = stratified_subsample(y, int(min(sizes)), int(cfg.get("subsample_seed", 0)))
+        keep = stratified_subsample(y, min(sizes), int(cfg.get("subsample_seed", 0)))
         X, y = X[keep], y[keep]
     X = preprocess(impute(X, cfg.get("impute"), cfg.name), cfg.get("preprocess"))
     return Dataset(name=cfg.name, X=X, y=y.astype(np.int64), n_clusters=int(cfg.n_clusters))
