@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
 
 from clusterbench.catalog import CONF_DIR, GROUPS, check_option, load_option, options
-from clusterbench.errors import UserError
+from clusterbench.errors import UserError, first_line
 
 USAGE = """usage: clusterbench COMMAND [ARGS]
 
@@ -44,10 +44,15 @@ commands:
 def hydra_job(cfg: DictConfig) -> None:
     from clusterbench.runner import method_label, run_job, summary_line
 
-    choice = HydraConfig.get().runtime.choices.get("experiment")
-    experiment = choice if choice not in (None, "null") else "adhoc"
+    choices = HydraConfig.get().runtime.choices
+    experiment = choices.get("experiment")
+    experiment = experiment if experiment not in (None, "null") else "adhoc"
     with open_dict(cfg):
         cfg.results_dir = to_absolute_path(cfg.results_dir)
+        # A dataset or method file may leave out its name (its file's) and a method its variant.
+        for group in ("dataset", "method"):
+            cfg[group].setdefault("name", choices[group])
+        cfg.method.setdefault("variant", "default")
 
     def report(outcome) -> None:
         tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome))
@@ -88,7 +93,7 @@ def check_overrides(words: list[str]) -> Path | None:
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
-        raise UserError(f"cannot parse the overrides: {_first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
+        raise UserError(f"cannot parse the overrides: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
     composable = []
     for override in parsed:
         if override.is_delete():
@@ -111,7 +116,22 @@ def check_overrides(words: list[str]) -> Path | None:
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
     results_dir = OmegaConf.select(cfg, "results_dir", throw_on_resolution_failure=False)
-    return None if results_dir is None else Path(results_dir)
+    if results_dir is None:
+        return None
+    check_writable(Path(results_dir), "results_dir")
+    return Path(results_dir)
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """Create ``folder`` and write a file in it, or fail in one line before any work is done."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UserError(
+            f"{what} '{folder}' is not a writable folder ({exc.strerror}); choose another"
+        ) from None
 
 
 def _values(override) -> list[str] | None:
@@ -126,16 +146,12 @@ def _values(override) -> list[str] | None:
         return None
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0].rstrip(".")
-
-
 def _composition_error(exc: BaseException) -> str:
     """Hydra's "Could not override 'k'. / To append … use +k=v" and its cause, as one line."""
     lines = [line.strip() for line in str(exc).strip().splitlines()]
     message = _lower_first(lines[0].rstrip("."))
     if exc.__cause__ is not None:
-        cause = _first_line(exc.__cause__).replace("is not in struct", "is not in the config")
+        cause = first_line(exc.__cause__).replace("is not in struct", "is not in the config")
         message += f": {_lower_first(cause)}"
     hint = next((line for line in lines[1:] if line.startswith("To append")), None)
     return f"{message}; {_lower_first(hint)}" if hint else message
@@ -150,6 +166,13 @@ def command_run(words: list[str]) -> int:
     from clusterbench.results import FAILURES_ENV, collect_failures, failure_folder
 
     results_dir = check_overrides(open_estimator_overrides(words))
+    experiment = next((w.split("=", 1)[1] for w in words if w.startswith("experiment=")), None)
+    if experiment and not {"-m", "--multirun"} & set(words):
+        print(
+            f"clusterbench: note: experiment {experiment} is a sweep; without -m only the one job "
+            "of dataset= and method= runs",
+            file=sys.stderr,
+        )
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
     markers = failure_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
@@ -179,6 +202,7 @@ def command_table(words: list[str]) -> int:
     names = options("table") if args.all else args.names
     if not names:
         raise UserError("name a table (see `clusterbench list`) or pass --all")
+    check_writable(args.results_dir / "tables" / args.profile, "the tables folder")
     built = 0
     for name in names:
         outputs = build_table(name, args.results_dir, args.profile, skip_empty=args.all)
@@ -277,7 +301,7 @@ def verify_cache(cache: Path) -> int:
         raw = read_npz(path)
         found = [list(raw.X.shape), len(np.unique(raw.y))]
         # n_classes: where n_clusters is a choice rather than the number of labels (kdd_protein)
-        expected = [list(spec.shape), spec.get("n_classes", spec.n_clusters)]
+        expected = [list(spec.get("shape") or found[0]), spec.get("n_classes", spec.n_clusters)]
         issues = [] if found == expected else [f"X {found[0]}, labels {found[1]}"]
         if manifest is not None and spec.source.name in manifest.index:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -304,6 +328,15 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"clusterbench: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(
+            "\nclusterbench: interrupted; the same command resumes (finished points are kept)",
+            file=sys.stderr,
+        )
+        return 130
+    except BrokenPipeError:  # `clusterbench table … | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -18,3 +18,10 @@ def is_invalid_parameter(exc: BaseException) -> bool:
     return isinstance(exc, HyperparameterError) or any(
         cls.__name__ == "InvalidParameterError" for cls in type(exc).__mro__
     )
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, without its final period (its type if empty):
+    how a library's error becomes part of one error line."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else type(exc).__name__

@@ -20,6 +20,9 @@ from sklearn import metrics as skm
 from sklearn.metrics.cluster import contingency_matrix
 from sklearn.utils import check_random_state
 
+from clusterbench.errors import HyperparameterError
+from clusterbench.validation import is_int
+
 
 def silhouette(X: np.ndarray, labels: np.ndarray, max_samples: int | None = 20000, random_state=0) -> float:
     """Mean silhouette coefficient (Euclidean) on the preprocessed input, as CLAM reports SC.
@@ -30,6 +33,8 @@ def silhouette(X: np.ndarray, labels: np.ndarray, max_samples: int | None = 2000
     subsample's where there is one, has fewer than 2 or more than n - 1 clusters (a labeling with
     a few tiny clusters can leave a subsample with one).
     """
+    if max_samples is not None and not (is_int(max_samples) and max_samples >= 2):
+        raise HyperparameterError(f"max_samples must be null or an integer ≥ 2, got {max_samples!r}")
     X, labels = np.asarray(X), np.asarray(labels)
     if max_samples is not None and len(labels) > max_samples:
         sample = check_random_state(random_state).permutation(len(labels))[:max_samples]

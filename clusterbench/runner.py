@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from clusterbench import __version__
 from clusterbench.data import Dataset, load_dataset
-from clusterbench.errors import HyperparameterError, UserError, is_invalid_parameter
+from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import config_hash, finished_record, mark_failure, record_path, write_record
 from clusterbench.validation import check_device, is_int, is_real, resolve_device
@@ -79,7 +79,7 @@ def method_grid(cfg: DictConfig) -> list[dict]:
     try:
         return list(ParameterGrid(OmegaConf.to_container(grid, resolve=True)))
     except TypeError as exc:  # a scalar where a list of values belongs
-        raise UserError(f"grids.{cfg.method.name}: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"grids.{cfg.method.name}: {first_line(exc)}") from None
 
 
 def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, device: str):
@@ -89,7 +89,14 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
     baselines never import torch. Unknown hyperparameter names are a user error naming the valid ones.
     """
     target = method.estimator._target_
-    accepted = set(inspect.signature(get_class(target).__init__).parameters) - {"self"}
+    try:
+        estimator_class = get_class(target)
+    except Exception as exc:  # a typo, or a package that is not installed / not on PYTHONPATH
+        raise UserError(
+            f"method '{method.name}': cannot import {target} ({first_line(exc)}); check the name, "
+            "and that its package is installed or on PYTHONPATH"
+        ) from None
+    accepted = set(inspect.signature(estimator_class.__init__).parameters) - {"self"}
     given = set(method.estimator) - {"_target_"} | set(params)
     unknown = sorted(given - accepted)
     if unknown:
@@ -103,6 +110,23 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
     extra = {k: v for k, v in injected.items() if k in accepted and k not in given}
     # _convert_: list hyperparameters (e.g. Khatri-Rao set sizes h) arrive as lists, not ListConfig
     return instantiate(method.estimator, **params, **extra, _convert_="all")
+
+
+# What a dataset or method file must give (its name and a method's variant have defaults).
+REQUIRED_KEYS = {
+    "dataset": ("n_clusters", "source._target_"),
+    "method": ("estimator._target_",),
+}
+
+
+def check_required_keys(cfg: DictConfig) -> None:
+    for group, keys in REQUIRED_KEYS.items():
+        for key in keys:
+            if OmegaConf.select(cfg[group], key) is None:
+                raise UserError(
+                    f"{group} '{cfg[group].get('name')}' gives no {key}; add it to its file in "
+                    f"conf/{group}/ (README: adding a method or dataset)"
+                )
 
 
 def check_n_clusters(estimator, data: Dataset) -> None:
@@ -228,6 +252,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     seed = cfg.seed
     if not (is_int(seed) and seed >= 0):
         raise UserError(f"seed must be an integer ≥ 0, got {seed!r}")
+    if not isinstance(cfg.force, bool):
+        raise UserError(f"force must be true or false, got {cfg.force!r}")
+    check_required_keys(cfg)
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and seed not in seeds:
         return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
@@ -358,7 +385,7 @@ def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
     """A failed point, its error naming ``culprit`` (a method or metric) and where it was raised;
     an invalid parameter value is the user's error instead."""
     if is_invalid_parameter(exc):
-        raise HyperparameterError(f"{culprit}: {str(exc).splitlines()[0]}") from None
+        raise HyperparameterError(f"{culprit}: {first_line(exc)}") from None
     last = traceback.extract_tb(exc.__traceback__)[-1]
     where = f" at {Path(last.filename).name}:{last.lineno}"
     return PointResult(params, "failed", error=f"{culprit}: {type(exc).__name__}: {exc}{where}")

@@ -50,6 +50,10 @@ protocol); ``paper`` entries of its own are merged over them.
 ``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed).
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
 ``not available`` (the reason goes to the CSV) instead of the row silently missing.
+
+Every protocol chooses among the runs that finished (status ok); a cell whose value was chosen
+without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV
+(``n_ok`` of ``n_runs``), so a partial grid or seed set never passes for a full one.
 """
 
 from __future__ import annotations
@@ -542,12 +546,20 @@ def _paper_within(paper: DictConfig, spec: DictConfig) -> dict:
 def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = False) -> TableOutputs | None:
     """Build table ``name`` from the records of ``profile`` into ``<results_dir>/tables/<profile>/``.
 
-    Returns None (with ``skip_empty``) when none of the table's experiments has records.
+    When none of the table's experiments has records: None with ``skip_empty``, else a user
+    error (a table of dashes would hide a wrong folder or profile).
     """
     spec = table_spec(name)
     records = load_records(results_dir, profile, list(spec.experiments))
-    if records.empty and skip_empty:
-        return None
+    if records.empty:
+        if skip_empty:
+            return None
+        folder = Path(results_dir) / "runs" / profile
+        raise UserError(
+            f"table {name}: no records of {', '.join(spec.experiments)} under {folder}; "
+            f"run them first (clusterbench run -m experiment={spec.experiments[0]} profile={profile}) "
+            "or name the folder and profile that hold them (--results-dir, --profile)"
+        )
     return write_table(spec, records, Path(results_dir) / "tables" / profile, profile, results_dir)
 
 
@@ -560,12 +572,13 @@ def write_table(
     """
     cells = compute_cells(spec, wide_runs(records), results_dir)
     sources = ", ".join(spec.experiments)
-    header = f"### {spec.title}\n\nProfile `{profile}`; records of {sources}. {spec.note}"
+    title = spec.get("title", spec.name)
+    header = f"### {title}\n\nProfile `{profile}`; records of {sources}. {spec.get('note', '')}"
     if cells.apply(is_partial, axis=1).any():
         header += f" {PARTIAL_MARK}: {PARTIAL_NOTE}"
     header += "\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
-    latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=spec.title)
+    latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=title)
     table_csv = cells.to_csv(index=False, float_format=lambda v: f"{v:.6g}" if np.isfinite(v) else "")
     paths = [out / f"{spec.name}.md", out / f"{spec.name}.tex", out / f"{spec.name}.csv"]
     for path, text in zip(paths, (markdown + "\n", latex, table_csv), strict=True):

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from clusterbench.catalog import options
+from clusterbench.catalog import CONF_DIR, options
 from clusterbench.results import load_records
 from tests.helpers import record_files, require_cached, run_cli
 
@@ -182,6 +182,77 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
     result = run_cli("data", "import", str(source), data_folder=cache)
     assert_one_line_error(result, "b_bad.npz", "'y'")
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "fragments"),
+    [
+        (b"PK\x03\x04 truncated", ["cannot read", "bad.npz"]),  # a zip cut short
+        (b"x,y\n1,2\n", ["cannot read", "bad.npz"]),  # a CSV renamed to .npz
+    ],
+)
+def test_data_import_refuses_a_file_that_is_not_an_npz(tmp_path, content, fragments):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "bad.npz").write_bytes(content)
+    assert_one_line_error(run_cli("data", "import", str(source), data_folder=tmp_path / "cache"), *fragments)
+
+
+def test_data_import_refuses_arrays_of_the_wrong_shape(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    np.savez(source / "toy.npz", X=np.zeros((4, 2)), y=np.zeros(5))
+    result = run_cli("data", "import", str(source), data_folder=tmp_path / "cache")
+    assert_one_line_error(result, "toy.npz holds X (4, 2) and y (5,)")
+
+
+def test_a_results_dir_that_is_not_a_writable_folder_exits_2_before_any_fit(tmp_path):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={blocked}")
+    assert_one_line_error(result, f"results_dir '{blocked}' is not a writable folder")
+    table = run_cli("table", "clam_table1", "--results-dir", str(blocked))
+    assert_one_line_error(table, "is not a writable folder")
+
+
+def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
+    result = run_cli("table", "clam_table1", "--results-dir", str(tmp_path), "--profile", "smoke")
+    assert_one_line_error(result, "no records of clam_baselines, clam_table1", "runs/smoke", "--profile")
+    assert not list((tmp_path / "tables").rglob("*.md"))
+
+
+def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
+    result = run_cli(
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        "method.estimator._target_=sklearn.cluster.Brich",
+        f"results_dir={tmp_path}",
+    )
+    assert_one_line_error(result, "method 'kmeans': cannot import sklearn.cluster.Brich", "PYTHONPATH")
+
+
+@pytest.fixture
+def method_file_without_name():
+    """A user's one-file method: only its estimator (removed again after the test)."""
+    path = CONF_DIR / "method" / "test_birch_minimal.yaml"
+    path.write_text("estimator:\n  _target_: sklearn.cluster.Birch\n")
+    yield path.stem
+    path.unlink()
+
+
+def test_a_method_file_may_leave_out_its_name_and_variant(tmp_path, method_file_without_name):
+    result = run_cli(
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        f"method={method_file_without_name}",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "iris  test_birch_minimal  seed=0 | SC" in result.stdout
+    records = load_records(tmp_path, "smoke")
+    assert set(records["method"]) == {"test_birch_minimal"} and set(records["variant"]) == {"default"}
 
 
 def test_unknown_command_exits_2():

@@ -223,6 +223,9 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
         ("profile.max_samples=abc", ["profile.max_samples must be an integer ≥ 1", "'abc'"]),
         ("+metrics.sc.max_sample=5", ["metric 'sc' has no option 'max_sample'", "max_samples"]),
         ("metrics.nmi.average_method=foo", ["metric 'nmi'", "average_method"]),
+        ("metrics.sc.max_samples=-1", ["metric 'sc'", "max_samples must be null or an integer ≥ 2", "-1"]),
+        ("force=maybe", ["force must be true or false", "'maybe'"]),
+        ("~method.estimator._target_", ["method 'kmeans' gives no estimator._target_", "conf/method/"]),
     ],
 )
 def test_invalid_job_settings_are_user_errors_before_any_record(tmp_path, override, fragments, kmeans_fits):

@@ -15,7 +15,7 @@ from sklearn.model_selection import StratifiedShuffleSplit
 
 from clusterbench.data.preprocess import impute, preprocess
 from clusterbench.data.sources import RawData, cache_dir, call_source
-from clusterbench.errors import UserError
+from clusterbench.errors import UserError, first_line
 from clusterbench.validation import is_int
 
 __all__ = ["Dataset", "cache_dir", "load_dataset", "stratified_subsample"]
@@ -40,7 +40,7 @@ def stratified_subsample(y: np.ndarray, size: int, seed: int) -> np.ndarray:
         n_classes = len(np.unique(y))
         raise UserError(
             f"cannot draw a class-stratified subsample of {size} of {len(y)} points in {n_classes} "
-            f"classes ({str(exc).splitlines()[0]}); choose a size from {n_classes} to "
+            f"classes ({first_line(exc)}); choose a size from {n_classes} to "
             f"{len(y) - n_classes}, or at least {len(y)} to keep every point"
         ) from None
     return np.sort(index)

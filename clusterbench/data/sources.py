@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 from hydra.utils import get_method
 from omegaconf import DictConfig, OmegaConf
 
-from clusterbench.errors import UserError
+from clusterbench.errors import UserError, first_line
 from clusterbench.results import atomic_write_bytes
 
 DATA_ENV = "CLUSTERBENCH_DATA"
@@ -37,14 +38,21 @@ def cache_dir() -> Path:
 
 
 def read_npz(path: Path) -> RawData:
-    with np.load(path, allow_pickle=False) as archive:
-        missing = {"X", "y"} - set(archive.files)
-        if missing:
-            raise UserError(
-                f"{path} lacks array(s) {sorted(missing)}; a cache file holds X (n, d) and y (n,)"
-            )
-        n_train = int(archive["n_train"]) if "n_train" in archive.files else None
-        return RawData(X=archive["X"], y=archive["y"], n_train=n_train)
+    """A cache file's arrays: X (n, d), y (n,) and, optionally, n_train; anything else is a user
+    error naming the file."""
+    fix = "a cache file holds X (n, d) and y (n,); replace it (clusterbench data import / data pull)"
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            missing = {"X", "y"} - set(archive.files)
+            if missing:
+                raise UserError(f"{path} lacks array(s) {sorted(missing)}; {fix}")
+            n_train = int(archive["n_train"]) if "n_train" in archive.files else None
+            raw = RawData(X=archive["X"], y=archive["y"], n_train=n_train)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # truncated, not an .npz, pickled
+        raise UserError(f"cannot read {path} ({first_line(exc)}); {fix}") from None
+    if raw.X.ndim != 2 or raw.y.ndim != 1 or len(raw.X) != len(raw.y):
+        raise UserError(f"{path} holds X {raw.X.shape} and y {raw.y.shape}; {fix}")
+    return raw
 
 
 def call_source(source) -> RawData:
