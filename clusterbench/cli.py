@@ -78,7 +78,8 @@ OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 def check_overrides(words: list[str]) -> Path | None:
     """Fail in one line, before Hydra starts, on an override it would refuse in a stack of lines:
-    bad syntax, an unknown dataset, method, … (every value of a sweep), a key not in the config.
+    bad syntax, an unknown dataset, method, … (every value of a sweep), a key not in the config,
+    and on datasets the run needs that can be neither read nor fetched (every one it sweeps).
 
     The keys are checked by composing the config as the app will, each sweep at its first value;
     returns that config's results folder (None where only the running app can resolve it).
@@ -94,7 +95,7 @@ def check_overrides(words: list[str]) -> Path | None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
         raise UserError(f"cannot parse the overrides: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
-    composable = []
+    composable, datasets, experiments = [], None, []
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
@@ -103,6 +104,10 @@ def check_overrides(words: list[str]) -> Path | None:
         if values is None:
             continue  # glob() and interval() need the config loader: Hydra checks them itself
         group = override.key_or_group
+        if group == "dataset":
+            datasets = values
+        elif group == "experiment":
+            experiments = values
         if group in GROUPS:
             for name in values:
                 if name == "null":  # Hydra raises a traceback for it
@@ -115,11 +120,38 @@ def check_overrides(words: list[str]) -> Path | None:
             cfg = compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
+    if datasets is None and {"-m", "--multirun"} & set(words):  # those the experiments sweep
+        parse = OverridesParser.create().parse_override
+        swept = [
+            OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
+            for e in experiments
+        ]
+        datasets = [name for value in swept if value for name in _values(parse(f"dataset={value}")) or []]
+    check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
     results_dir = OmegaConf.select(cfg, "results_dir", throw_on_resolution_failure=False)
     if results_dir is None:
         return None
     check_writable(Path(results_dir), "results_dir")
     return Path(results_dir)
+
+
+def check_in_cache(datasets: list[str]) -> None:
+    """Fail before a sweep starts, naming every dataset it would need that is neither in the
+    cache nor downloadable (no OpenML id), instead of stopping the sweep at the first."""
+    from clusterbench.data import cache_dir
+
+    missing = []
+    for name in datasets:
+        source = load_option("dataset", name).source
+        import_only = source._target_.endswith(".cached") and not source.get("openml_id")
+        if import_only and not (cache_dir() / f"{source.name}.npz").exists():
+            missing.append(name)
+    if missing:
+        raise UserError(
+            f"not in the data cache ({cache_dir()}) and with no OpenML source: {', '.join(missing)}; "
+            "put their .npz files in a folder and run `clusterbench data import FOLDER`, set "
+            "CLUSTERBENCH_DATA, or sweep without them (dataset=...)"
+        )
 
 
 def check_writable(folder: Path, what: str) -> None:

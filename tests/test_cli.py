@@ -119,6 +119,22 @@ def test_missing_import_only_data_exits_2_pointing_at_data_import(tmp_path):
     assert_one_line_error(result, "yale", "clusterbench data import")
 
 
+def test_a_sweep_names_every_missing_dataset_before_any_job_runs(tmp_path):
+    empty = tmp_path / "cache"
+    empty.mkdir()
+    result = run_cli(
+        "run",
+        "-m",
+        "experiment=clam_table10,clam_table1",
+        "profile=smoke",
+        f"results_dir={tmp_path}",
+        data_folder=empty,
+    )
+    line = assert_one_line_error(result, "yale, mice_protein_clam, usps_2007, ctg", "data import")
+    assert "zoo" not in line.split(":")[-2]  # zoo has an OpenML source: it would be fetched
+    assert not (tmp_path / "runs").exists()
+
+
 def test_unsupported_device_exits_2(tmp_path):
     result = run_cli("run", "dataset=iris", "device=gpu", "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, "device", "gpu")
