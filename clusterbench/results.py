@@ -7,7 +7,9 @@ leaves half a record.
 Beside a successful record ``<hash>.csv`` lies its run's predicted labels, ``<hash>.labels.npy``
 (one integer per point of the prepared dataset, in its order), for tables that compare two runs'
 partitions (CLAM Table 8). The labels are written before the record, so a record that exists
-has its labels unless it predates them or its run did not succeed.
+has its labels unless it predates them or its run did not succeed (or, with ``force=true``, a
+rerun was killed between the two writes: the new run's labels then lie beside the old record of
+the same configuration).
 """
 
 from __future__ import annotations

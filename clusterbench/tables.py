@@ -11,7 +11,8 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
   or least inertia over restarts with ``mode: min``); its ``metric`` is reported.
 * ``best_mean``: runs grouped by hyperparameters (seed excluded); the group with the best mean
   ``by`` is kept and its ``metric`` reported as mean ± std over seeds.
-* ``mean_std``: mean ± std of ``metric`` over all runs.
+* ``mean_std``: mean ± std of ``metric`` over all runs (std: the population std, ddof = 0, here
+  and in ``best_mean``).
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``
   (the k-means-C′ paper's Table S1); the paper's values are then ``[mean, best]`` pairs.
 * ``best_of``: the runs are single restarts (one per seed) of a protocol that keeps the best of
@@ -290,6 +291,10 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
         raise UserError(f"unknown table protocol '{kind}'; choose one of {', '.join(PROTOCOLS)}")
     if kind == "agreement" and results_dir is None:
         raise ValueError("protocol agreement reads the runs' labels: pass results_dir")
+    if kind == "best_of" and spec.get("ratio_to"):
+        raise UserError(
+            f"table {spec.name}: ratio_to cannot be combined with protocol best_of (reach is raw)"
+        )
     if spec.get("seeds") is not None:
         runs = runs[runs["seed"].astype(int).isin(list(spec.seeds))]
     rows = []
@@ -373,9 +378,9 @@ def _why_empty(cell_runs: pd.DataFrame) -> str:
     statuses = set(cell_runs["status"]) - {"ok"}
     if cell_runs.empty:
         return "missing"
-    if len(statuses) == 1:
-        return statuses.pop()  # skipped, timeout or failed
-    return "failed" if "failed" in statuses else "no value"
+    if not statuses:
+        return "no value"  # every run finished, none with a value (e.g. SC of one cluster)
+    return "/".join(sorted(statuses))  # failed, skipped, timeout, or a mix such as skipped/timeout
 
 
 def relative_gain(a: float, b: float) -> float:

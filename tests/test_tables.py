@@ -178,6 +178,14 @@ def test_cells_put_ours_beside_the_paper_and_say_why_a_cell_is_empty():
     assert cells.loc[("ecoli", "kmeans"), "status"] == "missing"
     assert cells.loc[("ecoli", "clam"), "status"] == "failed"
     assert math.isnan(cells.loc[("ecoli", "clam"), "paper"])
+    mixed = frame(
+        run("zoo", "clam", 0, {}, {}, status="skipped"),
+        run("zoo", "clam", 1, {}, {}, status="timeout"),
+        run("zoo", "kmeans", 0, {}, {"sc": math.nan}),  # finished, with no value
+    )
+    cells = compute_cells(spec(), wide_runs(mixed)).set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "clam"), "status"] == "skipped/timeout"
+    assert cells.loc[("zoo", "kmeans"), "status"] == "no value"
 
 
 def test_relative_gain_is_clams_formula():
