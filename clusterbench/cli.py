@@ -179,13 +179,18 @@ def _values(override) -> list[str] | None:
 
 
 def _composition_error(exc: BaseException) -> str:
-    """Hydra's "Could not override 'k'. / To append … use +k=v" and its cause, as one line."""
+    """Hydra's "Could not override 'k'. / To append … use +k=v" and its cause, or its "Could not
+    find 'group/x'" and the group's options (e.g. hydra/launcher), as one line."""
     lines = [line.strip() for line in str(exc).strip().splitlines()]
     message = _lower_first(lines[0].rstrip("."))
     if exc.__cause__ is not None:
         cause = first_line(exc.__cause__).replace("is not in struct", "is not in the config")
         message += f": {_lower_first(cause)}"
     hint = next((line for line in lines[1:] if line.startswith("To append")), None)
+    if "Available options in" in str(exc):
+        start = next(i for i, line in enumerate(lines) if line.startswith("Available options in")) + 1
+        end = next((i for i, line in enumerate(lines) if line.startswith("Config search path")), len(lines))
+        hint = f"known options: {', '.join(line for line in lines[start:end] if line)}"
     return f"{message}; {_lower_first(hint)}" if hint else message
 
 

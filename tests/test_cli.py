@@ -83,6 +83,7 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
         ("grids.clam={beta_scale:[1]}", ["could not override 'grids.clam'", "+grids.clam="]),
         ("grids.clam.beta=[1", ["cannot parse the overrides", "'[1'", "override_grammar"]),
         ("experiment=clam_table10,null", ["experiment=null selects nothing", "~experiment"]),
+        ("hydra/launcher=nope", ["Could not find 'hydra/launcher/nope'", "known options: basic, joblib"]),
     ],
 )
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
