@@ -34,6 +34,9 @@ from clusterbench.metrics import call_metric
 from clusterbench.results import config_hash, finished_record, mark_failure, record_path, write_record
 from clusterbench.validation import check_device, is_int, is_real, resolve_device
 
+# The devices a fit resolves to (device=auto becomes one of them).
+DEVICES_RUN = ("cpu", "cuda")
+
 
 @dataclass
 class PointResult:
@@ -275,6 +278,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         "seed": seed,
         "metrics": OmegaConf.to_container(cfg.metrics, resolve=True),
     }
+
+    def record_of(method_point: dict) -> Path:
+        key = config_hash({**job_identity, "method": method_point})
+        return record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
+
     outcomes = []
     grid = method_grid(cfg)
     for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
@@ -283,13 +291,15 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         check_n_clusters(estimator, data)
         hyper = estimator_params(estimator)
         point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}
-        key = config_hash({**job_identity, "method": point})
-        path = record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
-        done = None if cfg.force else finished_record(path)
-        if done is not None and _limit_raised(done.iloc[0], len(data.y), method.get("max_samples"), timeout):
-            done = None
-        if done is not None:
-            outcomes.append(_cached(params, done, path))
+        path = record_of(point)
+        key = path.stem
+        # The point finished on the other device counts as done: a sweep moved between a CPU and
+        # a GPU machine resumes instead of fitting it twice (its record says where it ran).
+        found = None if cfg.force else _finished_point([path, *map(record_of, _on_other_device(point))])
+        if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
+            found = None
+        if found:
+            outcomes.append(_cached(params, found[1], found[0]))
             if report:
                 report(outcomes[-1])
             continue
@@ -389,6 +399,25 @@ def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
     last = traceback.extract_tb(exc.__traceback__)[-1]
     where = f" at {Path(last.filename).name}:{last.lineno}"
     return PointResult(params, "failed", error=f"{culprit}: {type(exc).__name__}: {exc}{where}")
+
+
+def _finished_point(paths: list[Path]):
+    """(path, record) of the first of ``paths`` whose record is finished, or None."""
+    for path in paths:
+        record = finished_record(path)
+        if record is not None:
+            return path, record
+    return None
+
+
+def _on_other_device(point: dict) -> list[dict]:
+    """The same method point on the other device (``cpu`` / ``cuda``), if the estimator takes one."""
+    device = point["params"].get("device")
+    if device not in DEVICES_RUN:
+        return []
+    return [
+        {**point, "params": {**point["params"], "device": other}} for other in DEVICES_RUN if other != device
+    ]
 
 
 def _limit_raised(record, n_points: int, max_samples, timeout_s) -> bool:

@@ -101,17 +101,30 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     # two method configs of the same estimator and hyperparameters share a hash).
     run = ["method", "config_hash"]
     keys = ["experiment", "profile", "dataset", "variant", "seed", "params", "status", "error", "fit_seconds"]
-    runs = records[run + keys].drop_duplicates(run).set_index(run)
+    runs = records[run + keys + ["timestamp"]].drop_duplicates(run).set_index(run)
     ok = records[records["status"] == "ok"]
     if not ok.empty:
         wide = ok.pivot_table(index=run, columns="metric", values="value", aggfunc="first")
         runs = runs.join(wide)
-    return runs.reset_index()
+    return _without_device_twins(runs.reset_index())
 
 
-def _params_without_seed(params: str) -> str:
+def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:
+    """A point fitted on both CPU and CUDA (``force=true`` on the other machine) counts once, by
+    its latest record; the runner itself reuses a point finished on the other device."""
+    device = runs["params"].map(lambda p: json.loads(p).get("device"))
+    point = runs["params"].map(lambda p: _params_without(p, "device"))
+    groups = runs.assign(point=point, run_device=device).groupby(
+        ["experiment", "profile", "dataset", "method", "variant", "seed", "point"], sort=False
+    )
+    twins = groups["run_device"].transform("nunique") > 1
+    return runs[~twins | (runs["timestamp"] == groups["timestamp"].transform("max"))]
+
+
+def _params_without(params: str, *names: str) -> str:
     values = json.loads(params)
-    values.pop("random_state", None)
+    for name in names:
+        values.pop(name, None)
     return json.dumps(values, sort_keys=True)
 
 
@@ -202,7 +215,9 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
     if kind == "mean_best":
         selected = _grid_point(best["params"], grid)
         return {"ours": valid[metric].mean(), "ours_best": best[metric], "selected": selected}
-    groups = valid.assign(grid_point=valid["params"].map(_params_without_seed)).groupby("grid_point")
+    groups = valid.assign(
+        grid_point=valid["params"].map(lambda p: _params_without(p, "random_state"))
+    ).groupby("grid_point")
     means = groups[by].mean().sum(axis=1).sort_values(ascending=ascending, kind="stable")
     chosen = groups.get_group(means.index[0])
     selected = _grid_point(chosen["params"].iloc[0], grid)

@@ -15,8 +15,9 @@ from omegaconf import OmegaConf, open_dict
 import clusterbench.metrics
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import finished_record, read_record
+from clusterbench.results import finished_record, load_records, read_record
 from clusterbench.runner import PointResult, fit_timeout, method_label, run_job, summary_line
+from clusterbench.tables import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
@@ -300,6 +301,39 @@ def test_a_fit_past_timeout_s_is_recorded_as_timeout_and_not_retried(tmp_path):
     [retried] = run_job(longer)
     assert retried.status == "timeout" and "timeout_s=0.6" in retried.error
     assert read_record(outcome.path)["fit_seconds"].tolist() == [0.6]
+
+
+class OnDevice(KMeansLike):
+    """Takes a device, as the torch estimators do; counts its fits."""
+
+    fits = 0
+
+    def __init__(
+        self, n_clusters=8, init="k-means++", n_init=1, max_iter=300, random_state=None, device="auto"
+    ):
+        super().__init__(n_clusters, init, n_init, max_iter, random_state)
+        self.device = device
+
+    def fit(self, X, y=None):
+        type(self).fits += 1
+        self.labels_ = np.arange(len(X)) % self.n_clusters
+        return self
+
+
+def test_a_point_finished_on_the_other_device_is_reused_and_a_forced_twin_counts_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    on = "method.estimator._target_=tests.test_runner.OnDevice"
+    (cpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu"))
+    (cuda,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda"))  # as on a GPU machine
+    assert cuda.status == "cached" and cuda.path == cpu.path and OnDevice.fits == 1
+    (forced,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "force=true"))
+    assert forced.status == "ok" and forced.path != cpu.path and OnDevice.fits == 2
+    records = load_records(tmp_path, "smoke")
+    records.loc[records["config_hash"] == forced.path.stem, "timestamp"] = "9999"  # the later record
+    runs = wide_runs(records)
+    assert list(runs["config_hash"]) == [forced.path.stem]  # a point fitted on both devices counts once
+    records.loc[records["config_hash"] == cpu.path.stem, "seed"] = 1  # not twins: both count
+    assert len(wide_runs(records)) == 2
 
 
 def test_a_timeout_map_limits_only_the_methods_it_names(tmp_path):
