@@ -6,6 +6,7 @@ duplicates them.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -31,3 +32,13 @@ def load_option(group: str, name: str) -> DictConfig:
     """The raw YAML of one option (interpolations left unresolved)."""
     check_option(group, name)
     return OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
+
+
+def locate(target: str):
+    """The object a config's ``_target_`` names (``package.module.name``).
+
+    Unlike Hydra's ``get_class``/``get_method``, a failure logs nothing: it raises ImportError,
+    AttributeError or ValueError, for the caller to turn into one line.
+    """
+    module, _, name = str(target).rpartition(".")
+    return getattr(importlib.import_module(module), name)

@@ -95,18 +95,19 @@ def check_overrides(words: list[str]) -> Path | None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
         raise UserError(f"cannot parse the overrides: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
-    composable, datasets, experiments = [], None, []
+    # The datasets the run needs: given (None: a glob only Hydra expands), else its experiments'.
+    composable, datasets, given, experiments = [], None, False, []
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
             continue
         values = _values(override)
+        group = override.key_or_group
+        if group in ("dataset", "hydra.sweeper.params.dataset"):
+            datasets, given = values, True
         if values is None:
             continue  # glob() and interval() need the config loader: Hydra checks them itself
-        group = override.key_or_group
-        if group == "dataset":
-            datasets = values
-        elif group == "experiment":
+        if group == "experiment":
             experiments = values
         if group in GROUPS:
             for name in values:
@@ -120,14 +121,15 @@ def check_overrides(words: list[str]) -> Path | None:
             cfg = compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
-    if datasets is None and {"-m", "--multirun"} & set(words):  # those the experiments sweep
+    if not given and {"-m", "--multirun"} & set(words):  # those the experiments sweep
         parse = OverridesParser.create().parse_override
         swept = [
             OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
             for e in experiments
         ]
         datasets = [name for value in swept if value for name in _values(parse(f"dataset={value}")) or []]
-    check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
+    if datasets is not None or not given:
+        check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
     results_dir = OmegaConf.select(cfg, "results_dir", throw_on_resolution_failure=False)
     if results_dir is None:
         return None
@@ -139,12 +141,12 @@ def check_in_cache(datasets: list[str]) -> None:
     """Fail before a sweep starts, naming every dataset it would need that is neither in the
     cache nor downloadable (no OpenML id), instead of stopping the sweep at the first."""
     from clusterbench.data import cache_dir
+    from clusterbench.data.sources import import_only
 
     missing = []
     for name in datasets:
-        source = load_option("dataset", name).source
-        import_only = source._target_.endswith(".cached") and not source.get("openml_id")
-        if import_only and not (cache_dir() / f"{source.name}.npz").exists():
+        source = OmegaConf.select(load_option("dataset", name), "source")  # None: the runner says so
+        if import_only(source) and not (cache_dir() / f"{source.name}.npz").exists():
             missing.append(name)
     if missing:
         raise UserError(
@@ -155,15 +157,14 @@ def check_in_cache(datasets: list[str]) -> None:
 
 
 def check_writable(folder: Path, what: str) -> None:
-    """Create ``folder`` and write a file in it, or fail in one line before any work is done."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise UserError(
-            f"{what} '{folder}' is not a writable folder ({exc.strerror}); choose another"
-        ) from None
+    """Fail in one line, before any work, unless ``folder`` is or can be made a writable folder
+    (its nearest existing ancestor is a folder this process may write in; nothing is created)."""
+    existing = folder.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
+        why = "a file is in the way" if not existing.is_dir() else f"{existing} is not writable"
+        raise UserError(f"{what} '{folder}' is not a writable folder ({why}); choose another")
 
 
 def _values(override) -> list[str] | None:
@@ -255,6 +256,7 @@ def command_table(words: list[str]) -> int:
 
 def command_list(words: list[str]) -> int:
     from clusterbench.data import cache_dir
+    from clusterbench.data.sources import import_only
 
     if words:
         raise UserError("`clusterbench list` takes no arguments")
@@ -267,7 +269,7 @@ def command_list(words: list[str]) -> int:
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
         if target == "cached":
-            origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
+            origin = "import only" if import_only(source) else f"OpenML {source.openml_id}"
             cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
         else:
             cached = "-"
@@ -280,7 +282,7 @@ def command_list(words: list[str]) -> int:
 
 def command_data(words: list[str]) -> int:
     from clusterbench.data import cache_dir
-    from clusterbench.data.sources import cached, read_npz
+    from clusterbench.data.sources import cached, import_only, read_npz
 
     parser = argparse.ArgumentParser(prog="clusterbench data")
     sub = parser.add_subparsers(dest="action", required=True)
@@ -306,11 +308,12 @@ def command_data(words: list[str]) -> int:
                 shutil.copyfile(file, cache / file.name)
         print(f"imported {len(files)} file(s) into {cache}")
     else:
-        source = OmegaConf.to_container(load_option("dataset", args.name).source)
-        if source.pop("_target_") != "clusterbench.data.sources.cached" or not source.get("openml_id"):
+        source = load_option("dataset", args.name).source
+        if not source._target_.endswith(".cached") or import_only(source):
             raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
-        data = cached(**source, refresh=True)
-        print(f"wrote {cache / (source['name'] + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
+        arguments = {k: v for k, v in OmegaConf.to_container(source).items() if k != "_target_"}
+        data = cached(**arguments, refresh=True)
+        print(f"wrote {cache / (source.name + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
     return 0
 
 
@@ -335,7 +338,12 @@ def verify_cache(cache: Path) -> int:
         if not path.exists():
             print(f"  {name:<20} not cached")
             continue
-        raw = read_npz(path)
+        try:
+            raw = read_npz(path)
+        except UserError as exc:  # report it and go on with the other files
+            problems += 1
+            print(f"  {name:<20} MISMATCH: {exc}")
+            continue
         found = [list(raw.X.shape), len(np.unique(raw.y))]
         # n_classes: where n_clusters is a choice rather than the number of labels (kdd_protein)
         expected = [list(spec.get("shape") or found[0]), spec.get("n_classes", spec.n_clusters)]
@@ -367,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print(
-            "\nclusterbench: interrupted; the same command resumes (finished points are kept)",
+            "\nclusterbench: interrupted; finished points are kept (rerun without force=true to resume)",
             file=sys.stderr,
         )
         return 130

@@ -22,12 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from hydra.utils import get_class, get_method, instantiate
+from hydra.utils import get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
 from clusterbench import __version__
+from clusterbench.catalog import locate
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
@@ -81,7 +82,7 @@ def method_grid(cfg: DictConfig) -> list[dict]:
         return [{}]
     try:
         return list(ParameterGrid(OmegaConf.to_container(grid, resolve=True)))
-    except TypeError as exc:  # a scalar where a list of values belongs
+    except (TypeError, ValueError) as exc:  # a scalar where a list of values belongs, or []
         raise UserError(f"grids.{cfg.method.name}: {first_line(exc)}") from None
 
 
@@ -93,11 +94,11 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
     """
     target = method.estimator._target_
     try:
-        estimator_class = get_class(target)
-    except Exception as exc:  # a typo, or a package that is not installed / not on PYTHONPATH
+        estimator_class = locate(target)
+    except (ImportError, AttributeError, ValueError) as exc:  # a typo, or a package not installed
         raise UserError(
-            f"method '{method.name}': cannot import {target} ({first_line(exc)}); check the name, "
-            "and that its package is installed or on PYTHONPATH"
+            f"method '{method.name}': cannot import {target} ({type(exc).__name__}: {first_line(exc)}); "
+            "check the name, and that its package is installed or on PYTHONPATH"
         ) from None
     accepted = set(inspect.signature(estimator_class.__init__).parameters) - {"self"}
     given = set(method.estimator) - {"_target_"} | set(params)
@@ -169,16 +170,28 @@ class MetricError(Exception):
         self.name = name
 
 
+# A four-point labeling every metric can score: a probe for invalid option values.
+PROBE = {"X": np.array([[0.0, 0.0], [0.0, 1.0], [5.0, 0.0], [5.0, 1.0]]), "y": np.array([0, 0, 1, 1])}
+
+
 def check_metric_suite(metrics: DictConfig) -> None:
-    """Every metric's options name parameters its function takes: a misspelled option is a user
-    error before any fit, not a failure recorded at every grid point after it."""
+    """Every metric of the suite can be found, takes the options given, and accepts their values
+    (probed on a four-point labeling): a user error before any fit, not a failure recorded at every
+    grid point after it."""
     if not metrics:
         raise UserError(
             "the metric suite is empty; choose one (e.g. metrics=default, see `clusterbench list`)"
         )
     for name, spec in metrics.items():
+        target = spec.get("_target_") if isinstance(spec, Mapping) else None
+        try:
+            function = locate(target)
+        except (ImportError, AttributeError, ValueError):  # not a mapping, no _target_, a typo
+            raise UserError(
+                f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
+            ) from None
         options = {k: v for k, v in metric_options(spec).items() if k != "ignore_label"}
-        signature = inspect.signature(get_method(spec._target_))
+        signature = inspect.signature(function)
         try:
             signature.bind_partial(**options)
         except TypeError:
@@ -187,6 +200,12 @@ def check_metric_suite(metrics: DictConfig) -> None:
                 f"metric '{name}' has no option {', '.join(map(repr, unknown))}; "
                 f"its options are: {', '.join(signature.parameters)}, ignore_label"
             ) from None
+        probe = {**PROBE, "labels": PROBE["y"], "estimator": None, "random_state": 0}
+        try:
+            call_metric(function, probe, metric_options(spec))
+        except Exception as exc:  # only an invalid value is the user's: other errors show on real data
+            if is_invalid_parameter(exc):
+                raise HyperparameterError(f"metric '{name}': {first_line(exc)}") from None
 
 
 def estimator_params(estimator) -> dict:
@@ -293,9 +312,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}
         path = record_of(point)
         key = path.stem
-        # The point finished on the other device counts as done: a sweep moved between a CPU and
-        # a GPU machine resumes instead of fitting it twice (its record says where it ran).
-        found = None if cfg.force else _finished_point([path, *map(record_of, _on_other_device(point))])
+        # The point fitted on the other device counts as done: a sweep moved between a CPU and a
+        # GPU machine resumes instead of fitting it twice (its record says where it ran).
+        found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None
         if found:
@@ -401,12 +420,16 @@ def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
     return PointResult(params, "failed", error=f"{culprit}: {type(exc).__name__}: {exc}{where}")
 
 
-def _finished_point(paths: list[Path]):
-    """(path, record) of the first of ``paths`` whose record is finished, or None."""
-    for path in paths:
-        record = finished_record(path)
-        if record is not None:
-            return path, record
+def _finished_point(path: Path, twins: list[Path]):
+    """(path, record) of the point's finished record, or of a fit that succeeded on the other
+    device (a skip or timeout there says nothing about this device), or None."""
+    record = finished_record(path)
+    if record is not None:
+        return path, record
+    for twin in twins:
+        record = finished_record(twin)
+        if record is not None and (record["status"] == "ok").all():
+            return twin, record
     return None
 
 

@@ -85,6 +85,7 @@ PARTIAL_NOTE = (
     "chosen from the runs that finished; others failed, timed out or were skipped"
     " (n_ok of n_runs in the .csv)."
 )
+PARTIAL_NOTE_LATEX = PARTIAL_NOTE.replace("_", r"\_")
 
 
 @dataclass
@@ -110,15 +111,20 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:
-    """A point fitted on both CPU and CUDA (``force=true`` on the other machine) counts once, by
-    its latest record; the runner itself reuses a point finished on the other device."""
-    device = runs["params"].map(lambda p: json.loads(p).get("device"))
-    point = runs["params"].map(lambda p: _params_without(p, "device"))
-    groups = runs.assign(point=point, run_device=device).groupby(
-        ["experiment", "profile", "dataset", "method", "variant", "seed", "point"], sort=False
+    """A point fitted on both CPU and CUDA (``force=true`` on the other machine) counts once: by
+    its latest successful record (its latest record if none succeeded), as the runner reuses a
+    point fitted on the other device."""
+    keys = ["experiment", "profile", "dataset", "method", "variant", "seed", "point"]
+    frame = runs.assign(
+        point=runs["params"].map(lambda p: _params_without(p, "device")),
+        run_device=runs["params"].map(lambda p: json.loads(p).get("device")),
+        succeeded=runs["status"] == "ok",
     )
-    twins = groups["run_device"].transform("nunique") > 1
-    return runs[~twins | (runs["timestamp"] == groups["timestamp"].transform("max"))]
+    twins = frame.groupby(keys, sort=False)["run_device"].transform("nunique") > 1
+    kept = (
+        frame[twins].sort_values(["succeeded", "timestamp"], kind="stable").drop_duplicates(keys, keep="last")
+    )
+    return runs.loc[frame.index[~twins].union(kept.index)]
 
 
 def _params_without(params: str, *names: str) -> str:
@@ -594,11 +600,13 @@ def write_table(
     sources = ", ".join(spec.experiments)
     title = spec.get("title", spec.name)
     header = f"### {title}\n\nProfile `{profile}`; records of {sources}. {spec.get('note', '')}"
-    if cells.apply(is_partial, axis=1).any():
+    partial = cells.apply(is_partial, axis=1).any()
+    if partial:
         header += f" {PARTIAL_MARK}: {PARTIAL_NOTE}"
     header += "\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
-    latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=title)
+    caption = f"{title}. $^\\dagger$: {PARTIAL_NOTE_LATEX}" if partial else title
+    latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=caption)
     table_csv = cells.to_csv(index=False, float_format=lambda v: f"{v:.6g}" if np.isfinite(v) else "")
     paths = [out / f"{spec.name}.md", out / f"{spec.name}.tex", out / f"{spec.name}.csv"]
     for path, text in zip(paths, (markdown + "\n", latex, table_csv), strict=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 
 import numpy as np
@@ -132,8 +133,18 @@ def test_a_sweep_names_every_missing_dataset_before_any_job_runs(tmp_path):
         data_folder=empty,
     )
     line = assert_one_line_error(result, "yale, mice_protein_clam, usps_2007, ctg", "data import")
-    assert "zoo" not in line.split(":")[-2]  # zoo has an OpenML source: it would be fetched
+    assert "zoo" not in line.split("source: ")[1].split(";")[0]  # zoo has an OpenML source: fetched
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("narrowing", ["dataset=glob(iri*)", "hydra.sweeper.params.dataset=iris"])
+def test_a_sweep_narrowed_to_available_datasets_runs_with_the_others_missing(tmp_path, narrowing):
+    empty = tmp_path / "cache"
+    empty.mkdir()
+    words = ["run", "-m", "experiment=clam_baselines", narrowing, "method=kmeans", "profile=smoke"]
+    result = run_cli(*words, f"results_dir={tmp_path}", data_folder=empty)
+    assert result.returncode == 0, result.stderr
+    assert "iris  kmeans  seed=0" in result.stdout and len(record_files(tmp_path)) >= 1
 
 
 def test_unsupported_device_exits_2(tmp_path):
@@ -206,6 +217,7 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
     [
         (b"PK\x03\x04 truncated", ["cannot read", "bad.npz"]),  # a zip cut short
         (b"x,y\n1,2\n", ["cannot read", "bad.npz"]),  # a CSV renamed to .npz
+        (b"", ["cannot read", "bad.npz", "EOFError"]),  # an empty file
     ],
 )
 def test_data_import_refuses_a_file_that_is_not_an_npz(tmp_path, content, fragments):
@@ -246,7 +258,10 @@ def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
         "method.estimator._target_=sklearn.cluster.Brich",
         f"results_dir={tmp_path}",
     )
-    assert_one_line_error(result, "method 'kmeans': cannot import sklearn.cluster.Brich", "PYTHONPATH")
+    assert_one_line_error(
+        result, "method 'kmeans': cannot import sklearn.cluster.Brich", "AttributeError", "PYTHONPATH"
+    )
+    assert result.stdout == ""  # no log lines either
 
 
 @pytest.fixture
@@ -270,6 +285,15 @@ def test_a_method_file_may_leave_out_its_name_and_variant(tmp_path, method_file_
     assert "iris  test_birch_minimal  seed=0 | SC" in result.stdout
     records = load_records(tmp_path, "smoke")
     assert set(records["method"]) == {"test_birch_minimal"} and set(records["variant"]) == {"default"}
+
+
+def test_data_verify_reports_an_unreadable_file_and_checks_the_others(tmp_path):
+    shutil.copyfile(require_cached("ecoli") / "ecoli.npz", tmp_path / "ecoli.npz")
+    (tmp_path / "zoo.npz").write_bytes(b"")
+    result = run_cli("data", "verify", data_folder=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith("  ")}
+    assert "MISMATCH: cannot read" in rows["zoo"] and rows["ecoli"].endswith(" ok")
 
 
 def test_unknown_command_exits_2():

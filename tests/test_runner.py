@@ -226,6 +226,9 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
         ("metrics.nmi.average_method=foo", ["metric 'nmi'", "average_method"]),
         ("metrics.sc.max_samples=-1", ["metric 'sc'", "max_samples must be null or an integer ≥ 2", "-1"]),
         ("force=maybe", ["force must be true or false", "'maybe'"]),
+        ("+grids.kmeans.init=[]", ["grids.kmeans", "'init'", "non-empty"]),
+        ("+metrics.foo=3", ["metric 'foo' needs _target_"]),
+        ("+metrics.foo._target_=clusterbench.metrics.nope", ["metric 'foo' needs _target_"]),
         ("~method.estimator._target_", ["method 'kmeans' gives no estimator._target_", "conf/method/"]),
     ],
 )
@@ -234,7 +237,7 @@ def test_invalid_job_settings_are_user_errors_before_any_record(tmp_path, overri
         run_job(iris(tmp_path, override))
     for fragment in fragments:
         assert fragment in str(caught.value)
-    assert record_files(tmp_path) == []
+    assert record_files(tmp_path) == [] and kmeans_fits == []  # found before any fit
 
 
 def test_an_empty_metric_suite_is_a_user_error(tmp_path):
@@ -334,6 +337,21 @@ def test_a_point_finished_on_the_other_device_is_reused_and_a_forced_twin_counts
     assert list(runs["config_hash"]) == [forced.path.stem]  # a point fitted on both devices counts once
     records.loc[records["config_hash"] == cpu.path.stem, "seed"] = 1  # not twins: both count
     assert len(wide_runs(records)) == 2
+    records.loc[records["config_hash"] == cpu.path.stem, "seed"] = 0
+    records["timestamp"] = ""  # a tie: still one run
+    assert len(wide_runs(records)) == 1
+    records.loc[records["config_hash"] == forced.path.stem, "status"] = "failed"  # the later one failed:
+    records.loc[records["config_hash"] == forced.path.stem, "timestamp"] = "9999"  # the successful one counts
+    assert list(wide_runs(records)["config_hash"]) == [cpu.path.stem]
+
+
+def test_a_timeout_on_the_other_device_does_not_stand_for_this_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    monkeypatch.setattr(OnDevice, "fit", Sleeper.fit)
+    on = ["method.estimator._target_=tests.test_runner.OnDevice", "timeout_s=0.3"]
+    (cpu,) = run_job(compose_config(tmp_path, "dataset=iris", *on, "+method.estimator.device=cpu"))
+    (cuda,) = run_job(compose_config(tmp_path, "dataset=iris", *on, "+method.estimator.device=cuda"))
+    assert cpu.status == cuda.status == "timeout" and cuda.path != cpu.path  # tried on cuda too
 
 
 def test_a_timeout_map_limits_only_the_methods_it_names(tmp_path):

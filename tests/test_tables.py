@@ -264,7 +264,11 @@ def test_a_cell_chosen_without_some_of_its_runs_is_marked_and_counted(tmp_path):
     zoo = next(line for line in outputs.markdown.splitlines() if line.startswith("| Zoo"))
     assert "0.350 ± 0.050† ▲17%" in zoo and "**0.410 ± 0.000** |" in zoo  # clam ran fully: no mark
     assert f"{PARTIAL_MARK}: chosen from the runs that finished" in outputs.markdown
-    assert "$^\\dagger$" in (tmp_path / "toy.tex").read_text()
+    latex = (tmp_path / "toy.tex").read_text()
+    assert (
+        "$^\\dagger$" in latex and "\\caption{Toy. $^\\dagger$: chosen from the runs that finished" in latex
+    )
+    assert "n\\_ok of n\\_runs" in latex  # escaped for LaTeX
 
 
 def test_clam_table1_from_real_records(tmp_path):

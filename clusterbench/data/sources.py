@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -48,11 +47,22 @@ def read_npz(path: Path) -> RawData:
                 raise UserError(f"{path} lacks array(s) {sorted(missing)}; {fix}")
             n_train = int(archive["n_train"]) if "n_train" in archive.files else None
             raw = RawData(X=archive["X"], y=archive["y"], n_train=n_train)
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:  # truncated, not an .npz, pickled
-        raise UserError(f"cannot read {path} ({first_line(exc)}); {fix}") from None
+    except UserError:
+        raise
+    except Exception as exc:  # truncated, empty, not an .npz, pickled, corrupt: numpy raises many types
+        raise UserError(f"cannot read {path} ({type(exc).__name__}: {first_line(exc)}); {fix}") from None
     if raw.X.ndim != 2 or raw.y.ndim != 1 or len(raw.X) != len(raw.y):
         raise UserError(f"{path} holds X {raw.X.shape} and y {raw.y.shape}; {fix}")
     return raw
+
+
+def import_only(source) -> bool:
+    """Whether a dataset's ``source`` reads the cache with no download to fall back on (no OpenML id)."""
+    return (
+        source is not None
+        and str(source.get("_target_", "")).endswith(".cached")
+        and not source.get("openml_id")
+    )
 
 
 def call_source(source) -> RawData:
