@@ -35,10 +35,24 @@ def load_option(group: str, name: str) -> DictConfig:
 
 
 def locate(target: str):
-    """The object a config's ``_target_`` names (``package.module.name``).
+    """The object a config's ``_target_`` names: a dotted path whose longest importable prefix is
+    a module and the rest attributes (``package.module.Class``, ``module.Class.method``).
 
-    Unlike Hydra's ``get_class``/``get_method``, a failure logs nothing: it raises ImportError,
-    AttributeError or ValueError, for the caller to turn into one line.
+    Unlike Hydra's ``get_class``/``get_method``, a failure logs nothing: it raises ImportError or
+    AttributeError, for the caller to turn into one line.
     """
-    module, _, name = str(target).rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    parts = str(target).split(".")
+    if len(parts) < 2 or not all(parts):
+        raise ImportError(f"{target!r} is not a dotted path such as package.module.name")
+    for split in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:split])
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise  # the module exists but imports something missing
+            continue
+        for attribute in parts[split:]:
+            found = getattr(found, attribute)
+        return found
+    raise ImportError(f"no module named {parts[0]!r}")

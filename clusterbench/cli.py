@@ -86,6 +86,7 @@ def check_overrides(words: list[str]) -> Path | None:
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -95,7 +96,8 @@ def check_overrides(words: list[str]) -> Path | None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
         raise UserError(f"cannot parse the overrides: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
-    # The datasets the run needs: given (None: a glob only Hydra expands), else its experiments'.
+    # The datasets the run needs: those given (a glob matched against the dataset names; a sweeper
+    # value is a sweep written as a string), else those its experiments sweep.
     composable, datasets, given, experiments = [], None, False, []
     for override in parsed:
         if override.is_delete():
@@ -103,8 +105,14 @@ def check_overrides(words: list[str]) -> Path | None:
             continue
         values = _values(override)
         group = override.key_or_group
-        if group in ("dataset", "hydra.sweeper.params.dataset"):
-            datasets, given = values, True
+        if group == "dataset":
+            given = True
+            datasets = (
+                override.value().filter(options("dataset")) if isinstance(override.value(), Glob) else values
+            )
+        elif group == "hydra.sweeper.params.dataset" and isinstance(override.value(), str):
+            given = True
+            datasets = _values(OverridesParser.create().parse_override(f"dataset={override.value()}"))
         if values is None:
             continue  # glob() and interval() need the config loader: Hydra checks them itself
         if group == "experiment":
@@ -160,7 +168,7 @@ def check_writable(folder: Path, what: str) -> None:
     """Fail in one line, before any work, unless ``folder`` is or can be made a writable folder
     (its nearest existing ancestor is a folder this process may write in; nothing is created)."""
     existing = folder.absolute()
-    while not existing.exists():
+    while not (existing.exists() or existing.is_symlink()):  # a broken link is in the way too
         existing = existing.parent
     if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
         why = "a file is in the way" if not existing.is_dir() else f"{existing} is not writable"

@@ -95,11 +95,13 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
     target = method.estimator._target_
     try:
         estimator_class = locate(target)
-    except (ImportError, AttributeError, ValueError) as exc:  # a typo, or a package not installed
+    except (ImportError, AttributeError) as exc:  # a typo, or a package not installed
         raise UserError(
             f"method '{method.name}': cannot import {target} ({type(exc).__name__}: {first_line(exc)}); "
             "check the name, and that its package is installed or on PYTHONPATH"
         ) from None
+    if not isinstance(estimator_class, type):
+        raise UserError(f"method '{method.name}': {target} is not a class; name an estimator class")
     accepted = set(inspect.signature(estimator_class.__init__).parameters) - {"self"}
     given = set(method.estimator) - {"_target_"} | set(params)
     unknown = sorted(given - accepted)
@@ -186,7 +188,8 @@ def check_metric_suite(metrics: DictConfig) -> None:
         target = spec.get("_target_") if isinstance(spec, Mapping) else None
         try:
             function = locate(target)
-        except (ImportError, AttributeError, ValueError):  # not a mapping, no _target_, a typo
+            inspect.signature(function)
+        except (ImportError, AttributeError, TypeError, ValueError):  # no _target_, a typo, not callable
             raise UserError(
                 f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
             ) from None

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from clusterbench.catalog import CONF_DIR, options
+from clusterbench.cli import check_writable
+from clusterbench.errors import UserError
 from clusterbench.results import load_records
 from tests.helpers import record_files, require_cached, run_cli
 
@@ -137,7 +139,10 @@ def test_a_sweep_names_every_missing_dataset_before_any_job_runs(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("narrowing", ["dataset=glob(iri*)", "hydra.sweeper.params.dataset=iris"])
+@pytest.mark.parametrize(
+    "narrowing",
+    ["dataset=glob(iri*)", "hydra.sweeper.params.dataset=iris", 'hydra.sweeper.params.dataset="iris,wine"'],
+)
 def test_a_sweep_narrowed_to_available_datasets_runs_with_the_others_missing(tmp_path, narrowing):
     empty = tmp_path / "cache"
     empty.mkdir()
@@ -210,6 +215,23 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
     result = run_cli("data", "import", str(source), data_folder=cache)
     assert_one_line_error(result, "b_bad.npz", "'y'")
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_a_glob_that_matches_missing_datasets_is_refused_before_any_job(tmp_path):
+    empty = tmp_path / "cache"
+    empty.mkdir()
+    result = run_cli(
+        "run", "-m", "dataset=glob(y*)", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty
+    )
+    assert_one_line_error(result, "no OpenML source: yale;")
+
+
+def test_a_results_dir_behind_a_broken_link_is_refused(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(UserError, match="not a writable folder"):
+        check_writable(tmp_path / "link" / "results", "results_dir")
+    check_writable(tmp_path / "new" / "results", "results_dir")  # a folder yet to be made is fine
+    assert not (tmp_path / "new").exists()  # and checking it creates nothing
 
 
 @pytest.mark.parametrize(

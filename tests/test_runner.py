@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import csv
 import json
 import math
@@ -13,6 +14,7 @@ import sklearn.cluster
 from omegaconf import OmegaConf, open_dict
 
 import clusterbench.metrics
+from clusterbench.catalog import locate
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.results import finished_record, load_records, read_record
@@ -228,6 +230,9 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
         ("force=maybe", ["force must be true or false", "'maybe'"]),
         ("+grids.kmeans.init=[]", ["grids.kmeans", "'init'", "non-empty"]),
         ("+metrics.foo=3", ["metric 'foo' needs _target_"]),
+        ("+metrics.foo._target_=clusterbench.metrics.POINTWISE", ["metric 'foo' needs _target_"]),
+        ("method.estimator._target_=.sklearn.cluster.KMeans", ["cannot import .sklearn.cluster.KMeans"]),
+        ("method.estimator._target_=sklearn.cluster.k_means", ["sklearn.cluster.k_means is not a class"]),
         ("+metrics.foo._target_=clusterbench.metrics.nope", ["metric 'foo' needs _target_"]),
         ("~method.estimator._target_", ["method 'kmeans' gives no estimator._target_", "conf/method/"]),
     ],
@@ -238,6 +243,15 @@ def test_invalid_job_settings_are_user_errors_before_any_record(tmp_path, overri
     for fragment in fragments:
         assert fragment in str(caught.value)
     assert record_files(tmp_path) == [] and kmeans_fits == []  # found before any fit
+
+
+def test_locate_finds_what_hydra_finds_nested_targets_included():
+    assert locate("sklearn.cluster.KMeans") is sklearn.cluster.KMeans
+    assert locate("collections.OrderedDict.fromkeys") == collections.OrderedDict.fromkeys  # a class's method
+    with pytest.raises(ImportError, match="no module named 'nopkg'"):
+        locate("nopkg.Foo")
+    with pytest.raises(AttributeError):
+        locate("sklearn.cluster.KMeansX")
 
 
 def test_an_empty_metric_suite_is_a_user_error(tmp_path):
