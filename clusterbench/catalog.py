@@ -6,12 +6,11 @@ duplicates them.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from clusterbench.errors import UserError
+from clusterbench.errors import UserError, first_line
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("dataset", "method", "metrics", "profile", "experiment", "table")
@@ -35,24 +34,15 @@ def load_option(group: str, name: str) -> DictConfig:
 
 
 def locate(target: str):
-    """The object a config's ``_target_`` names: a dotted path whose longest importable prefix is
-    a module and the rest attributes (``package.module.Class``, ``module.Class.method``).
+    """The object a config's ``_target_`` names, found exactly as Hydra's ``instantiate`` finds it.
 
-    Unlike Hydra's ``get_class``/``get_method``, a failure logs nothing: it raises ImportError or
-    AttributeError, for the caller to turn into one line.
+    Unlike Hydra's ``get_class``/``get_method``, a failure logs nothing: it raises one ImportError
+    whose message is the underlying cause (``ModuleNotFoundError: No module named 'x'``).
     """
-    parts = str(target).split(".")
-    if len(parts) < 2 or not all(parts):
-        raise ImportError(f"{target!r} is not a dotted path such as package.module.name")
-    for split in range(len(parts) - 1, 0, -1):
-        module = ".".join(parts[:split])
-        try:
-            found = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not module.startswith(exc.name):
-                raise  # the module exists but imports something missing
-            continue
-        for attribute in parts[split:]:
-            found = getattr(found, attribute)
-        return found
-    raise ImportError(f"no module named {parts[0]!r}")
+    from hydra._internal.utils import _locate  # what get_class, get_method and instantiate call
+
+    try:
+        return _locate(str(target))
+    except (ImportError, ValueError) as exc:
+        cause = exc.__cause__ or exc
+        raise ImportError(f"{type(cause).__name__}: {first_line(cause)}") from None

@@ -110,9 +110,14 @@ def check_overrides(words: list[str]) -> Path | None:
             datasets = (
                 override.value().filter(options("dataset")) if isinstance(override.value(), Glob) else values
             )
-        elif group == "hydra.sweeper.params.dataset" and isinstance(override.value(), str):
-            given = True
-            datasets = _values(OverridesParser.create().parse_override(f"dataset={override.value()}"))
+        elif group == "hydra.sweeper.params.dataset":  # a sweep written as a (quoted) string
+            given, sweep = True, override.value()
+            try:
+                datasets = _values(OverridesParser.create().parse_override(f"dataset={sweep}"))
+            except HydraException as exc:
+                raise UserError(
+                    f"cannot parse {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}"
+                ) from None
         if values is None:
             continue  # glob() and interval() need the config loader: Hydra checks them itself
         if group == "experiment":

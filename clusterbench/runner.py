@@ -95,9 +95,9 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
     target = method.estimator._target_
     try:
         estimator_class = locate(target)
-    except (ImportError, AttributeError) as exc:  # a typo, or a package not installed
+    except ImportError as exc:  # a typo, or a package not installed
         raise UserError(
-            f"method '{method.name}': cannot import {target} ({type(exc).__name__}: {first_line(exc)}); "
+            f"method '{method.name}': cannot import {target} ({first_line(exc)}); "
             "check the name, and that its package is installed or on PYTHONPATH"
         ) from None
     if not isinstance(estimator_class, type):
@@ -189,7 +189,7 @@ def check_metric_suite(metrics: DictConfig) -> None:
         try:
             function = locate(target)
             inspect.signature(function)
-        except (ImportError, AttributeError, TypeError, ValueError):  # no _target_, a typo, not callable
+        except (ImportError, TypeError, ValueError):  # no _target_, a typo, not callable
             raise UserError(
                 f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
             ) from None

@@ -245,13 +245,19 @@ def test_invalid_job_settings_are_user_errors_before_any_record(tmp_path, overri
     assert record_files(tmp_path) == [] and kmeans_fits == []  # found before any fit
 
 
-def test_locate_finds_what_hydra_finds_nested_targets_included():
+def test_locate_finds_what_hydra_finds_and_names_the_missing_module(tmp_path, monkeypatch):
     assert locate("sklearn.cluster.KMeans") is sklearn.cluster.KMeans
     assert locate("collections.OrderedDict.fromkeys") == collections.OrderedDict.fromkeys  # a class's method
-    with pytest.raises(ImportError, match="no module named 'nopkg'"):
+    with pytest.raises(ImportError, match="No module named 'nopkg'"):
         locate("nopkg.Foo")
-    with pytest.raises(AttributeError):
+    with pytest.raises(ImportError, match=r"No module named 'sklearn\.cluster\.KMeansX'"):
         locate("sklearn.cluster.KMeansX")
+    (tmp_path / "needs_a_missing_package.py").write_text("import missing_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(
+        ImportError, match="No module named 'missing_dependency_xyz'"
+    ):  # not the module's own name
+        locate("needs_a_missing_package.Clusterer")
 
 
 def test_an_empty_metric_suite_is_a_user_error(tmp_path):
