@@ -96,9 +96,10 @@ def check_overrides(words: list[str]) -> Path | None:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
         raise UserError(f"cannot parse the overrides: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
-    # The datasets the run needs: those given (a glob matched against the dataset names; a sweeper
-    # value is a sweep written as a string), else those its experiments sweep.
-    composable, datasets, given, experiments = [], None, False, []
+    # The datasets the run needs: those given (a glob matched against the dataset names), else an
+    # experiment's sweep as hydra.sweeper.params.dataset resets it (a quoted sweep), else those
+    # its experiments sweep.
+    composable, datasets, given, experiments, swept_by_key = [], None, False, [], None
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
@@ -107,17 +108,10 @@ def check_overrides(words: list[str]) -> Path | None:
         group = override.key_or_group
         if group == "dataset":
             given = True
-            datasets = (
-                override.value().filter(options("dataset")) if isinstance(override.value(), Glob) else values
-            )
-        elif group == "hydra.sweeper.params.dataset":  # a sweep written as a (quoted) string
-            given, sweep = True, override.value()
-            try:
-                datasets = _values(OverridesParser.create().parse_override(f"dataset={sweep}"))
-            except HydraException as exc:
-                raise UserError(
-                    f"cannot parse {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}"
-                ) from None
+            glob = override.value() if isinstance(override.value(), Glob) else None
+            datasets = glob.filter(options("dataset")) if glob else values
+        elif group == "hydra.sweeper.params.dataset":
+            swept_by_key = _sweeper_datasets(override)
         if values is None:
             continue  # glob() and interval() need the config loader: Hydra checks them itself
         if group == "experiment":
@@ -129,6 +123,14 @@ def check_overrides(words: list[str]) -> Path | None:
                 check_option(group, name)
         sweep = override.is_sweep_override()
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
+    if swept_by_key is not None:
+        if not experiments:
+            raise UserError(
+                "hydra.sweeper.params.dataset needs an experiment whose sweep it resets; "
+                "without one, sweep the datasets with -m dataset=a,b"
+            )
+        if not given:  # a dataset= override wins over the sweeper's params, as in Hydra
+            datasets, given = swept_by_key, True
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
             cfg = compose(config_name="config", overrides=composable)
@@ -148,6 +150,25 @@ def check_overrides(words: list[str]) -> Path | None:
         return None
     check_writable(Path(results_dir), "results_dir")
     return Path(results_dir)
+
+
+def _sweeper_datasets(override) -> list[str]:
+    """The datasets of ``hydra.sweeper.params.dataset="a,b"``: a sweep written as one string."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    if override.is_sweep_override():
+        raise UserError(
+            f"quote a sweep given to hydra.sweeper.params.dataset "
+            f'(hydra.sweeper.params.dataset="{override.input_line.split("=", 1)[1]}"), '
+            "or sweep with -m dataset=a,b"
+        )
+    try:
+        return _values(OverridesParser.create().parse_override(f"dataset={override.value()}")) or []
+    except HydraException as exc:
+        raise UserError(
+            f"cannot parse {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}"
+        ) from None
 
 
 def check_in_cache(datasets: list[str]) -> None:

@@ -91,6 +91,8 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
             ["cannot parse hydra.sweeper.params.dataset", "override_grammar"],
         ),
         ("hydra/launcher=nope", ["Could not find 'hydra/launcher/nope'", "known options: basic, joblib"]),
+        ("hydra.sweeper.params.dataset=iris,wine", ["quote a sweep", '="iris,wine"', "-m dataset=a,b"]),
+        ('hydra.sweeper.params.dataset="iris"', ["needs an experiment", "-m dataset=a,b"]),
     ],
 )
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
@@ -145,12 +147,17 @@ def test_a_sweep_names_every_missing_dataset_before_any_job_runs(tmp_path):
 
 @pytest.mark.parametrize(
     "narrowing",
-    ["dataset=glob(iri*)", "hydra.sweeper.params.dataset=iris", 'hydra.sweeper.params.dataset="iris,wine"'],
+    [
+        ["dataset=glob(iri*)"],
+        ["hydra.sweeper.params.dataset=iris"],
+        ['hydra.sweeper.params.dataset="iris,wine"'],
+        ["dataset=iris", 'hydra.sweeper.params.dataset="yale"'],  # dataset= wins, as in Hydra
+    ],
 )
 def test_a_sweep_narrowed_to_available_datasets_runs_with_the_others_missing(tmp_path, narrowing):
     empty = tmp_path / "cache"
     empty.mkdir()
-    words = ["run", "-m", "experiment=clam_baselines", narrowing, "method=kmeans", "profile=smoke"]
+    words = ["run", "-m", "experiment=clam_baselines", *narrowing, "method=kmeans", "profile=smoke"]
     result = run_cli(*words, f"results_dir={tmp_path}", data_folder=empty)
     assert result.returncode == 0, result.stderr
     assert "iris  kmeans  seed=0" in result.stdout and len(record_files(tmp_path)) >= 1
@@ -287,7 +294,7 @@ def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
     assert_one_line_error(
         result,
         "method 'kmeans': cannot import sklearn.cluster.Brich",
-        "No module named 'sklearn.cluster.Brich'",
+        "module 'sklearn.cluster' has no attribute 'Brich'",
         "PYTHONPATH",
     )
     assert result.stdout == ""  # no log lines either
