@@ -45,7 +45,7 @@ def locate(target: str):
         return _locate(str(target))
     except (ImportError, ValueError) as exc:
         cause = exc.__cause__ or exc
-        if isinstance(cause, ModuleNotFoundError) and cause.name == str(target):  # the last name
+        if isinstance(cause, ModuleNotFoundError) and cause.name == str(target) and "." in str(target):
             module, _, name = str(target).rpartition(".")
             raise ImportError(f"module '{module}' has no attribute '{name}'") from None
         raise ImportError(f"{type(cause).__name__}: {first_line(cause)}") from None

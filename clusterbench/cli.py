@@ -90,6 +90,7 @@ def check_overrides(words: list[str]) -> Path | None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    multirun = bool({"-m", "--multirun"} & set(words))
     # Hydra's flags (-m, --cfg job, …) are not overrides; "~key" deletes a key.
     overrides = [word for word in words if word.startswith("~") or ("=" in word and word[0] != "-")]
     try:
@@ -103,6 +104,7 @@ def check_overrides(words: list[str]) -> Path | None:
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
+            given = given or override.key_or_group == "hydra.sweeper.params.dataset"  # the default runs
             continue
         values = _values(override)
         group = override.key_or_group
@@ -123,11 +125,11 @@ def check_overrides(words: list[str]) -> Path | None:
                 check_option(group, name)
         sweep = override.is_sweep_override()
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
-    if swept_by_key is not None:
-        if not experiments:
+    if swept_by_key is not None and multirun:  # Hydra reads the sweeper's params only under -m
+        if len(experiments) != 1:
             raise UserError(
-                "hydra.sweeper.params.dataset needs an experiment whose sweep it resets; "
-                "without one, sweep the datasets with -m dataset=a,b"
+                "hydra.sweeper.params.dataset resets the sweep of one experiment; name one "
+                "(experiment=NAME), or sweep the datasets with -m dataset=a,b"
             )
         if not given:  # a dataset= override wins over the sweeper's params, as in Hydra
             datasets, given = swept_by_key, True
@@ -136,7 +138,7 @@ def check_overrides(words: list[str]) -> Path | None:
             cfg = compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
-    if not given and {"-m", "--multirun"} & set(words):  # those the experiments sweep
+    if not given and multirun:  # those the experiments sweep
         parse = OverridesParser.create().parse_override
         swept = [
             OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
@@ -155,6 +157,7 @@ def check_overrides(words: list[str]) -> Path | None:
 def _sweeper_datasets(override) -> list[str]:
     """The datasets of ``hydra.sweeper.params.dataset="a,b"``: a sweep written as one string."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
     from hydra.errors import HydraException
 
     if override.is_sweep_override():
@@ -164,7 +167,9 @@ def _sweeper_datasets(override) -> list[str]:
             "or sweep with -m dataset=a,b"
         )
     try:
-        return _values(OverridesParser.create().parse_override(f"dataset={override.value()}")) or []
+        sweep = OverridesParser.create().parse_override(f"dataset={override.value()}")
+        glob = sweep.value() if isinstance(sweep.value(), Glob) else None
+        return glob.filter(options("dataset")) if glob else _values(sweep) or []
     except HydraException as exc:
         raise UserError(
             f"cannot parse {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}"

@@ -92,7 +92,7 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
         ),
         ("hydra/launcher=nope", ["Could not find 'hydra/launcher/nope'", "known options: basic, joblib"]),
         ("hydra.sweeper.params.dataset=iris,wine", ["quote a sweep", '="iris,wine"', "-m dataset=a,b"]),
-        ('hydra.sweeper.params.dataset="iris"', ["needs an experiment", "-m dataset=a,b"]),
+        ('hydra.sweeper.params.dataset="iris"', ["resets the sweep of one experiment", "-m dataset=a,b"]),
     ],
 )
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
@@ -226,6 +226,29 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
     result = run_cli("data", "import", str(source), data_folder=cache)
     assert_one_line_error(result, "b_bad.npz", "'y'")
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("words", "fragments"),
+    [
+        (
+            ["experiment=clam_baselines", 'hydra.sweeper.params.dataset="glob(yal*)"'],
+            ["no OpenML source: yale;"],
+        ),
+        (
+            ["experiment=clam_table10,clam_baselines", 'hydra.sweeper.params.dataset="iris"'],
+            ["one experiment"],
+        ),
+    ],
+)
+def test_a_sweeper_dataset_override_is_checked_as_hydra_reads_it(tmp_path, words, fragments):
+    empty = tmp_path / "cache"
+    empty.mkdir()
+    result = run_cli(
+        "run", "-m", *words, "method=kmeans", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty
+    )
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_glob_that_matches_missing_datasets_is_refused_before_any_job(tmp_path):

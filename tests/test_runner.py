@@ -250,6 +250,8 @@ def test_locate_finds_what_hydra_finds_and_names_the_missing_module(tmp_path, mo
     assert locate("collections.OrderedDict.fromkeys") == collections.OrderedDict.fromkeys  # a class's method
     with pytest.raises(ImportError, match="No module named 'nopkg'"):
         locate("nopkg.Foo")
+    with pytest.raises(ImportError, match="No module named 'KMeans'"):  # a bare name is a module
+        locate("KMeans")
     with pytest.raises(ImportError, match=r"module 'sklearn\.cluster' has no attribute 'KMeansX'"):
         locate("sklearn.cluster.KMeansX")
     (tmp_path / "needs_a_missing_package.py").write_text("import missing_dependency_xyz\n")
