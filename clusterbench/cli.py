@@ -82,11 +82,11 @@ def check_overrides(words: list[str]) -> Path | None:
     and on datasets the run needs that can be neither read nor fetched (every one it sweeps).
 
     The keys are checked by composing the config as the app will, each sweep at its first value;
-    returns that config's results folder (None where only the running app can resolve it).
+    returns that config's results folder (None where only the running app can resolve it). An
+    experiment named without -m gets a note: only one job of its sweep runs.
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import Glob
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -109,9 +109,7 @@ def check_overrides(words: list[str]) -> Path | None:
         values = _values(override)
         group = override.key_or_group
         if group == "dataset":
-            given = True
-            glob = override.value() if isinstance(override.value(), Glob) else None
-            datasets = glob.filter(options("dataset")) if glob else values
+            datasets, given = _dataset_names(override), True
         elif group == "hydra.sweeper.params.dataset":
             swept_by_key = _sweeper_datasets(override)
         if values is None:
@@ -139,25 +137,27 @@ def check_overrides(words: list[str]) -> Path | None:
         except (HydraException, OmegaConfBaseException) as exc:
             raise UserError(_composition_error(exc)) from None
     if not given and multirun:  # those the experiments sweep
-        parse = OverridesParser.create().parse_override
         swept = [
             OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
             for e in experiments
         ]
-        datasets = [name for value in swept if value for name in _values(parse(f"dataset={value}")) or []]
+        datasets = [name for value in swept if value for name in _parse_datasets(value) or []]
     if datasets is not None or not given:
         check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
     results_dir = OmegaConf.select(cfg, "results_dir", throw_on_resolution_failure=False)
-    if results_dir is None:
-        return None
-    check_writable(Path(results_dir), "results_dir")
-    return Path(results_dir)
+    if results_dir is not None:
+        check_writable(Path(results_dir), "results_dir")
+    if experiments and not multirun:
+        print(
+            f"clusterbench: note: experiment {experiments[0]} is a sweep; without -m only the one job "
+            "of dataset= and method= runs",
+            file=sys.stderr,
+        )
+    return None if results_dir is None else Path(results_dir)
 
 
 def _sweeper_datasets(override) -> list[str]:
     """The datasets of ``hydra.sweeper.params.dataset="a,b"``: a sweep written as one string."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import Glob
     from hydra.errors import HydraException
 
     if override.is_sweep_override():
@@ -167,13 +167,27 @@ def _sweeper_datasets(override) -> list[str]:
             "or sweep with -m dataset=a,b"
         )
     try:
-        sweep = OverridesParser.create().parse_override(f"dataset={override.value()}")
-        glob = sweep.value() if isinstance(sweep.value(), Glob) else None
-        return glob.filter(options("dataset")) if glob else _values(sweep) or []
+        return _parse_datasets(override.value()) or []
     except HydraException as exc:
         raise UserError(
             f"cannot parse {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}"
         ) from None
+
+
+def _parse_datasets(sweep: str) -> list[str] | None:
+    """The datasets a sweep written as text selects (``a,b``, ``glob(y*)``): see :func:`_dataset_names`."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return _dataset_names(OverridesParser.create().parse_override(f"dataset={sweep}"))
+
+
+def _dataset_names(override) -> list[str] | None:
+    """The datasets a ``dataset`` override selects: its values, or its glob matched against the
+    dataset configs (None for an interval, which only Hydra reads)."""
+    from hydra.core.override_parser.types import Glob
+
+    glob = override.value() if isinstance(override.value(), Glob) else None
+    return glob.filter(options("dataset")) if glob else _values(override)
 
 
 def check_in_cache(datasets: list[str]) -> None:
@@ -243,13 +257,6 @@ def command_run(words: list[str]) -> int:
     from clusterbench.results import FAILURES_ENV, collect_failures, failure_folder
 
     results_dir = check_overrides(open_estimator_overrides(words))
-    experiment = next((w.split("=", 1)[1] for w in words if w.startswith("experiment=")), None)
-    if experiment and not {"-m", "--multirun"} & set(words):
-        print(
-            f"clusterbench: note: experiment {experiment} is a sweep; without -m only the one job "
-            "of dataset= and method= runs",
-            file=sys.stderr,
-        )
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
     markers = failure_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from hydra.utils import get_method, instantiate
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
@@ -158,7 +158,7 @@ def score(
     scores = {}
     for name, spec in metrics.items():
         try:
-            scores[name] = call_metric(get_method(spec._target_), available, metric_options(spec))
+            scores[name] = call_metric(locate(spec._target_), available, metric_options(spec))
         except Exception as exc:
             raise MetricError(name) from exc
     return scores
@@ -188,13 +188,12 @@ def check_metric_suite(metrics: DictConfig) -> None:
         target = spec.get("_target_") if isinstance(spec, Mapping) else None
         try:
             function = locate(target)
-            inspect.signature(function)
+            signature = inspect.signature(function)
         except (ImportError, TypeError, ValueError):  # no _target_, a typo, not callable
             raise UserError(
                 f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
             ) from None
         options = {k: v for k, v in metric_options(spec).items() if k != "ignore_label"}
-        signature = inspect.signature(function)
         try:
             signature.bind_partial(**options)
         except TypeError:
