@@ -44,11 +44,11 @@ SEED_AND_DEVICE_CHECKS = (
 def check_predict_input(estimator, X, fitted_attribute: str) -> np.ndarray:
     """``X`` for ``estimator.predict``: fitted, a 2-D float array with the fitted number of features."""
     check_is_fitted(estimator, fitted_attribute)
-    X = check_array(X, dtype=[np.float64, np.float32])
+    X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
     if X.shape[1] != estimator.n_features_in_:
         raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} was fitted with "
-            f"{estimator.n_features_in_}"
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input"
         )
     return X
 

@@ -204,7 +204,7 @@ def test_same_seed_gives_identical_labels_and_another_seed_other_prototypes(blob
         ("restarts", 0),
         ("epochs", 2.5),
         ("min_lr", 1.0),
-        ("n_clusters", 1),
+        ("n_clusters", 0),
         ("prototype_snapshots", [0, 500]),
         ("random_state", -1),
         ("device", "gpu"),

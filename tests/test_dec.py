@@ -152,7 +152,7 @@ def test_training_stops_on_tol_or_after_max_iter(blobs):
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("n_clusters", 1),
+        ("n_clusters", 0),
         ("init", "k-means++"),
         ("n_init", 0),
         ("alpha", 0.0),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import (
@@ -20,7 +21,9 @@ ESTIMATORS = {
     "CLAM": lambda **kw: CLAM(n_clusters=3, epochs=2, restarts=1, device="cpu", **kw),
     "DEC": lambda **kw: DEC(n_clusters=3, n_init=2, max_iter=20, device="cpu", **kw),
     "KhatriRaoKMeans": lambda **kw: KhatriRaoKMeans(n_clusters=4, n_init=2, device="cpu", **kw),
-    "KhatriRaoNaive": lambda **kw: KhatriRaoNaive(n_clusters=4, n_init=2, device="cpu", **kw),
+    "KhatriRaoNaive": lambda **kw: KhatriRaoNaive(
+        n_clusters=4, n_init=2, als_max_iter=50, device="cpu", **kw
+    ),
     "KMeansCPrime": lambda **kw: KMeansCPrime(3, c_prime=2, n_init=2, device="cpu", **kw),
     "LazyKMeans": lambda **kw: LazyKMeans(3, n_init=2, device="cpu", **kw),
     "IsotropicGMM": lambda **kw: IsotropicGMM(3, n_init=2, device="cpu", **kw),
@@ -38,7 +41,7 @@ def test_a_negative_seed_is_a_hyperparameter_error(name):
 def test_predict_names_a_wrong_number_of_features(name):
     model = ESTIMATORS[name](random_state=0).fit(X)
     assert model.predict(X).shape == (len(X),)
-    with pytest.raises(ValueError, match=f"X has 2 features, but {name} was fitted with 4"):
+    with pytest.raises(ValueError, match=f"X has 2 features, but {name} is expecting 4 features as input"):
         model.predict(X[:, :2])
 
 
@@ -58,3 +61,43 @@ def test_khatri_rao_init_takes_a_list_an_array_or_a_tensor_of_the_sets():
     ]
     np.testing.assert_array_equal(labels[0], labels[1])
     np.testing.assert_array_equal(labels[0], labels[2])
+
+
+# KMeansCPrime with C′ = 2 refuses the n_clusters = 1 that these checks set (C′ ≤ C, eq. 5); the
+# C′ = 1 instance runs them.
+C_PRIME_ABOVE_ONE_CLUSTER = "sets n_clusters=1, below c_prime=2 (C′ ≤ C is checked)"
+SKLEARN_CHECKED = [
+    ESTIMATORS["CLAM"](random_state=0),
+    ESTIMATORS["CLAM"](random_state=0, weighted=True, spherical=True),
+    ESTIMATORS["DEC"](random_state=0),
+    ESTIMATORS["DEC"](random_state=0, init="gaussian"),
+    ESTIMATORS["KhatriRaoKMeans"](random_state=0),
+    ESTIMATORS["KhatriRaoKMeans"](random_state=0, aggregator="product"),
+    ESTIMATORS["KhatriRaoNaive"](random_state=0),
+    ESTIMATORS["KMeansCPrime"](random_state=0),
+    KMeansCPrime(3, c_prime=1, n_init=2, device="cpu", random_state=0),
+    ESTIMATORS["LazyKMeans"](random_state=0),
+    ESTIMATORS["IsotropicGMM"](random_state=0),
+]
+
+
+def _expected_failures(estimator) -> dict[str, str]:
+    if type(estimator) is KMeansCPrime and estimator.c_prime > 1:
+        return dict.fromkeys(
+            [
+                "check_dont_overwrite_parameters",
+                "check_methods_subset_invariance",
+                "check_fit2d_1sample",
+                "check_fit2d_1feature",
+                "check_fit2d_predict1d",
+            ],
+            C_PRIME_ABOVE_ONE_CLUSTER,
+        )
+    return {}
+
+
+@parametrize_with_checks(SKLEARN_CHECKED, expected_failed_checks=_expected_failures)
+def test_scikit_learn_estimator_checks(estimator, check):
+    """scikit-learn's own contract for estimators: cloning, parameters, fit/predict input handling,
+    n_features_in_, pickling, idempotent fit and more."""
+    check(estimator)

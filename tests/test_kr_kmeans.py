@@ -248,7 +248,7 @@ def test_naive_two_phase_reports_its_own_structured_fit(aggregator):
     [
         ({"aggregator": "max"}, "aggregator must be one of sum, product"),
         ({"n_sets": 0}, "n_sets must be an integer ≥ 1"),
-        ({"h": [3, "a"]}, "h must be null or a list"),
+        ({"h": [3, "a"]}, "h must be null or a non-empty list"),
         ({"init": "farthest"}, "init must be one of random, k-means"),
         ({"tol": -1.0}, "tol must be a number ≥ 0"),
     ],

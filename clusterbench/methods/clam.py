@@ -207,7 +207,7 @@ class CLAM(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : number of prototypes k (≥ 2).
+    n_clusters : number of prototypes k (≥ 1).
     beta : inverse temperature β > 0 of the softmax in eq. 4.
     beta_scale : multiplies β (1.0 = paper; 0.5 = the authors' code's exp(−(β/2)‖ρ−x‖²)).
     steps : T ≥ 1 recursion steps, in training and inference.
@@ -301,7 +301,7 @@ class CLAM(ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._check_hyperparameters()
-        X = check_array(X, dtype=[np.float64, np.float32])
+        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.device_ = resolve_device(self.device)
         self.restart_seeds_ = restart_seeds(self.random_state, self.restarts)
@@ -365,7 +365,7 @@ class CLAM(ClusterMixin, BaseEstimator):
         Checked in order, so a check may rely on the ones before it (min_lr on lr, snapshots on epochs).
         """
         checks = [
-            ("n_clusters", lambda v: is_int(v) and v >= 2, "an integer >= 2"),
+            ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
             ("beta", lambda v: is_real(v) and v > 0, "a number > 0"),
             ("beta_scale", lambda v: is_real(v) and v > 0, "a number > 0"),
             ("steps", lambda v: is_int(v) and v >= 1, "an integer >= 1"),

@@ -131,7 +131,7 @@ class DEC(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : number of centroids k (≥ 2).
+    n_clusters : number of centroids k (≥ 1).
     init : 'kmeans' (DEC: scikit-learn's KMeans on X, ``n_init`` restarts, seeded by
         ``random_state``), 'random' (DEC^r: Glorot-uniform centroids, as DEC-keras' clustering
         layer draws them before DEC overwrites them with the k-means centers) or 'gaussian'
@@ -194,7 +194,7 @@ class DEC(ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._check_hyperparameters()
-        X = check_array(X, dtype=[np.float64, np.float32])
+        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         if len(X) < self.n_clusters:
             raise HyperparameterError(
                 f"DEC n_clusters must be at most the number of points ({len(X)}), got {self.n_clusters}"
@@ -264,7 +264,7 @@ class DEC(ClusterMixin, BaseEstimator):
     def _check_hyperparameters(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
         checks = [
-            ("n_clusters", lambda v: is_int(v) and v >= 2, "an integer >= 2"),
+            ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
             ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
             ("n_init", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
             ("alpha", lambda v: is_real(v) and v > 0, "a number > 0"),

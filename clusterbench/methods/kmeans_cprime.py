@@ -165,7 +165,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._check_hyperparameters()
-        X = check_array(X, dtype=[np.float64, np.float32])
+        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         n, n_features = X.shape
         if not self.n_clusters <= n:
             raise ValueError(f"n_clusters={self.n_clusters} needs at least as many points, got {n}")

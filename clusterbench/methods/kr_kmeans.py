@@ -124,16 +124,14 @@ def centroid_layout(n_clusters: int, n_sets: int, h: Sequence[int] | None) -> tu
 
 
 def _valid_sizes(h) -> bool:
-    return h is None or (
-        isinstance(h, Sequence) and len(h) >= 1 and all(is_int(v) and v >= 1 for v in h) and math.prod(h) >= 2
-    )
+    return h is None or (isinstance(h, Sequence) and len(h) >= 1 and all(is_int(v) and v >= 1 for v in h))
 
 
 # Checks shared by the estimators with a Khatri-Rao centroid layout (here and kr_naive).
 LAYOUT_CHECKS = (
-    ("n_clusters", lambda v: is_int(v) and v >= 2, "an integer ≥ 2"),
+    ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
     ("n_sets", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-    ("h", _valid_sizes, "null or a list of integers ≥ 1 with product ≥ 2"),
+    ("h", _valid_sizes, "null or a non-empty list of integers ≥ 1"),
     ("aggregator", lambda v: v in AGGREGATORS, f"one of {', '.join(AGGREGATORS)}"),
 )
 
@@ -246,7 +244,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int ≥ 2, the number of centroids k (ignored when ``h`` is given).
+    n_clusters : int ≥ 1, the number of centroids k (ignored when ``h`` is given).
     n_sets : int ≥ 1, the number of protocentroid sets p (the paper's default 2; 1 is k-means).
     h : sequence of ints ≥ 1 or None; the set sizes (h1, …, hp), giving Πh centroids. None: from
         ``n_clusters`` and ``n_sets`` by :func:`protocentroid_sizes`.
@@ -302,7 +300,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._check_hyperparameters()
-        X = check_array(X, dtype=[np.float64, np.float32])
+        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
         if self.n_centroids_ > len(X):
