@@ -20,13 +20,17 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterable, Mapping
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from clusterbench import __version__
 
 COLUMNS = [
     "experiment",
@@ -47,6 +51,29 @@ COLUMNS = [
     "clusterbench_version",
     "timestamp",
 ]
+
+
+@cache
+def code_version() -> str:
+    """The ``clusterbench_version`` of a record: the package version, and from a git checkout the
+    commit as a PEP 440 local label (``0.1.0+g7e5d28f``, ``.dirty`` when tracked files under
+    ``clusterbench/`` differ from it). The config hash leaves code out, so that a rerun resumes
+    across commits; this column says which code wrote each record."""
+    package = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(package), *args], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
+    try:
+        if Path(git("rev-parse", "--show-toplevel")) / "clusterbench" != package.resolve():
+            return __version__  # installed inside some other repository (a venv in a project)
+        commit = git("rev-parse", "--short=7", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    except (OSError, subprocess.SubprocessError):  # no git, or an installed copy outside a checkout
+        return __version__
+    return f"{__version__}+g{commit}{'.dirty' if dirty else ''}"
 
 
 def config_hash(identity: Mapping) -> str:

@@ -27,12 +27,18 @@ from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
-from clusterbench import __version__
 from clusterbench.catalog import locate
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
-from clusterbench.results import config_hash, finished_record, mark_failure, record_path, write_record
+from clusterbench.results import (
+    code_version,
+    config_hash,
+    finished_record,
+    mark_failure,
+    record_path,
+    write_record,
+)
 from clusterbench.validation import check_device, is_int, is_real, resolve_device
 
 # The devices a fit resolves to (device=auto becomes one of them).
@@ -334,7 +340,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "params": json.dumps(hyper, sort_keys=True),
             "device": getattr(estimator, "device", "cpu"),
             "config_hash": key,
-            "clusterbench_version": __version__,
+            "clusterbench_version": code_version(),
         }
         outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
         outcome.path = path

@@ -11,9 +11,10 @@ import sys
 import pandas as pd
 import pytest
 
-from clusterbench import results
+from clusterbench import __version__, results
 from clusterbench.results import (
     COLUMNS,
+    code_version,
     config_hash,
     finished_record,
     load_records,
@@ -190,3 +191,26 @@ def test_an_undefined_metric_reads_back_as_nan_and_keeps_the_column_numeric(tmp_
     frame = read_record(path)
     assert frame["value"].dtype == float
     assert math.isnan(frame["value"].iloc[0]) and frame["value"].iloc[1] == 0.833
+
+
+def test_code_version_names_the_commit_of_a_checkout_and_falls_back_to_the_package_version(monkeypatch):
+    package = os.path.dirname(results.__file__)
+    try:
+        head = subprocess.run(
+            ["git", "-C", package, "rev-parse", "--short=7", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not run from a git checkout")
+    code_version.cache_clear()
+    assert code_version() in (f"{__version__}+g{head}", f"{__version__}+g{head}.dirty")
+
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setattr(subprocess, "run", no_git)
+    code_version.cache_clear()
+    assert code_version() == __version__
+    code_version.cache_clear()

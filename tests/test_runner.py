@@ -17,7 +17,7 @@ import clusterbench.metrics
 from clusterbench.catalog import locate
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import finished_record, load_records, read_record
+from clusterbench.results import code_version, finished_record, load_records, read_record
 from clusterbench.runner import PointResult, fit_timeout, method_label, run_job, summary_line
 from clusterbench.tables import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
@@ -88,6 +88,7 @@ def test_a_second_run_is_cached_without_refitting_and_force_refits(tmp_path, kme
     assert forced.status == "ok" and len(kmeans_fits) == 2
     assert forced.scores == pytest.approx(first.scores)
     assert record_files(tmp_path) == [first.path]
+    assert set(read_record(first.path)["clusterbench_version"]) == {code_version()}
 
 
 def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path, monkeypatch):
