@@ -56,23 +56,25 @@ COLUMNS = [
 @cache
 def code_version() -> str:
     """The ``clusterbench_version`` of a record: the package version, and from a git checkout the
-    commit as a PEP 440 local label (``0.1.0+g7e5d28f``, ``.dirty`` when tracked files under
-    ``clusterbench/`` differ from it). The config hash leaves code out, so that a rerun resumes
-    across commits; this column says which code wrote each record."""
+    commit as a PEP 440 local label (``0.1.0+g7e5d28f``, ``.dirty`` when files under
+    ``clusterbench/`` differ from it or are new and not ignored). A checkout git will not read
+    (another owner's, say) gives ``+unknown``. The config hash leaves code out, so that a rerun
+    resumes across commits; this column says which code wrote each record."""
     package = Path(__file__).resolve().parent
 
     def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(package), *args], capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
+        # --no-optional-locks: a status that refreshes the index would race a user's git commit.
+        command = ["git", "--no-optional-locks", "-C", str(package), *args]
+        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
 
     try:
-        if Path(git("rev-parse", "--show-toplevel")) / "clusterbench" != package.resolve():
+        if Path(git("rev-parse", "--show-toplevel")) / "clusterbench" != package:
             return __version__  # installed inside some other repository (a venv in a project)
         commit = git("rev-parse", "--short=7", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
-    except (OSError, subprocess.SubprocessError):  # no git, or an installed copy outside a checkout
-        return __version__
+        dirty = git("status", "--porcelain", "--untracked-files=normal", "--", ".")
+    except (OSError, subprocess.SubprocessError):
+        checkout = (package.parent / ".git").exists() and (package.parent / "pyproject.toml").exists()
+        return f"{__version__}+unknown" if checkout else __version__
     return f"{__version__}+g{commit}{'.dirty' if dirty else ''}"
 
 

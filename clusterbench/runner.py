@@ -9,6 +9,7 @@ import contextlib
 import inspect
 import io
 import json
+import math
 import signal
 import sys
 import threading
@@ -16,7 +17,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -148,6 +149,14 @@ def check_n_clusters(estimator, data: Dataset) -> None:
             f"n_clusters must be an integer between 2 and the number of points ({len(data.y)}) for dataset "
             f"'{data.name}', got {k!r}"
         )
+    # The Khatri-Rao estimators' set sizes h, when given, replace n_clusters by their product.
+    sizes = getattr(estimator, "h", None)
+    valid_sizes = isinstance(sizes, Sequence) and all(is_int(v) for v in sizes)
+    if valid_sizes and not 2 <= math.prod(sizes) <= len(data.y):
+        raise HyperparameterError(
+            f"h {list(sizes)} gives {math.prod(sizes)} centroids; the product must lie between 2 and "
+            f"the number of points ({len(data.y)}) for dataset '{data.name}'"
+        )
 
 
 def metric_options(spec: DictConfig) -> dict:
@@ -238,9 +247,9 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
 
 
 def check_threads(threads) -> int | None:
-    """``threads`` (config key): an integer >= 1, or None for torch's default of one per core."""
+    """``threads`` (config key): an integer ≥ 1, or None for torch's default of one per core."""
     if threads is not None and not (is_int(threads) and threads >= 1):
-        raise UserError(f"threads must be an integer >= 1 or null, got {threads!r}")
+        raise UserError(f"threads must be an integer ≥ 1 or null, got {threads!r}")
     return threads
 
 

@@ -171,7 +171,7 @@ def test_unsupported_device_exits_2(tmp_path):
 @pytest.mark.parametrize("threads", ["0", "two"])
 def test_invalid_threads_exits_2_naming_it(tmp_path, threads):
     result = run_cli("run", "dataset=iris", f"threads={threads}", "profile=smoke", f"results_dir={tmp_path}")
-    assert_one_line_error(result, "threads must be an integer >= 1 or null", threads)
+    assert_one_line_error(result, "threads must be an integer ≥ 1 or null", threads)
 
 
 def test_a_failed_point_is_reported_and_makes_run_exit_1(tmp_path):

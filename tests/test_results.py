@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -193,24 +194,50 @@ def test_an_undefined_metric_reads_back_as_nan_and_keeps_the_column_numeric(tmp_
     assert math.isnan(frame["value"].iloc[0]) and frame["value"].iloc[1] == 0.833
 
 
-def test_code_version_names_the_commit_of_a_checkout_and_falls_back_to_the_package_version(monkeypatch):
-    package = os.path.dirname(results.__file__)
-    try:
-        head = subprocess.run(
-            ["git", "-C", package, "rev-parse", "--short=7", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not run from a git checkout")
-    code_version.cache_clear()
-    assert code_version() in (f"{__version__}+g{head}", f"{__version__}+g{head}.dirty")
+def test_code_version_names_the_commit_and_marks_new_or_changed_code(tmp_path):
+    """In a fresh repository holding a copy of this package: the commit, then ``.dirty`` once a
+    new module appears under clusterbench/."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(
+        os.path.dirname(results.__file__),
+        checkout / "clusterbench",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (checkout / ".gitignore").write_text("__pycache__/\n")
 
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        git("init", "-q")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git is not available")
+    git("add", ".")
+    git("commit", "-q", "-m", "copy")
+    head = git("rev-parse", "--short=7", "HEAD")
+
+    def version_in_checkout() -> str:
+        script = "from clusterbench.results import code_version; print(code_version())"
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        return subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env, cwd=tmp_path
+        ).stdout.strip()
+
+    assert version_in_checkout() == f"{__version__}+g{head}"
+    (checkout / "clusterbench" / "methods" / "new_method.py").write_text("")  # new, not yet added
+    assert version_in_checkout() == f"{__version__}+g{head}.dirty"
+
+
+def test_code_version_without_git_is_unknown_in_a_checkout(monkeypatch):
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")
 
     monkeypatch.setattr(subprocess, "run", no_git)
     code_version.cache_clear()
-    assert code_version() == __version__
-    code_version.cache_clear()
+    try:
+        top = os.path.dirname(os.path.dirname(results.__file__))
+        in_checkout = all(os.path.exists(os.path.join(top, name)) for name in (".git", "pyproject.toml"))
+        assert code_version() == (f"{__version__}+unknown" if in_checkout else __version__)
+    finally:
+        code_version.cache_clear()

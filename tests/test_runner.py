@@ -171,6 +171,16 @@ def test_n_clusters_outside_2_to_n_is_a_hyperparameter_error(tmp_path, k, kmeans
     assert kmeans_fits == [] and record_files(tmp_path) == []
 
 
+@pytest.mark.parametrize("sizes", ["[1]", "[1,1]", "[20,10]"])
+def test_khatri_rao_sizes_outside_2_to_n_centroids_are_a_hyperparameter_error(tmp_path, sizes):
+    cfg = iris(tmp_path, "method=kr_kmeans", f"+method.estimator.h={sizes}")
+    with pytest.raises(
+        HyperparameterError, match=r"the product must lie between 2 and the number of points \(150\)"
+    ):
+        run_job(cfg)
+    assert record_files(tmp_path) == []
+
+
 def test_an_invalid_scikit_learn_value_is_a_hyperparameter_error_naming_it(tmp_path):
     with pytest.raises(HyperparameterError, match="'init'"):
         run_job(iris(tmp_path, "method.estimator.init=bogus"))

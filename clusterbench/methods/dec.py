@@ -266,14 +266,14 @@ class DEC(ClusterMixin, BaseEstimator):
         checks = [
             ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
             ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
-            ("n_init", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
             ("alpha", lambda v: is_real(v) and v > 0, "a number > 0"),
             ("optimizer", lambda v: v in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
             ("lr", lambda v: is_real(v) and v > 0, "a number > 0"),
             ("momentum", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)"),
-            ("batch_size", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
-            ("update_interval", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
-            ("max_iter", lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+            ("batch_size", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+            ("update_interval", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
+            ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
             ("tol", lambda v: is_real(v) and 0 <= v <= 1, "in [0, 1]"),
             *SEED_AND_DEVICE_CHECKS,
         ]
