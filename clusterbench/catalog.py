@@ -33,6 +33,20 @@ def load_option(group: str, name: str) -> DictConfig:
     return OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
 
 
+def method_names() -> list[str]:
+    """The names records and tables give the methods: each file's ``name``, else that of the
+    method it extends (its ``defaults``), else the file's own."""
+    return sorted({_method_name(option) for option in options("method")})
+
+
+def _method_name(option: str) -> str:
+    spec = load_option("method", option)
+    if spec.get("name"):
+        return spec.name
+    parents = [entry for entry in spec.get("defaults") or [] if entry in options("method")]
+    return _method_name(parents[0]) if parents else option
+
+
 def locate(target: str):
     """The object a config's ``_target_`` names, found exactly as Hydra's ``instantiate`` finds it.
 

@@ -106,14 +106,27 @@ def check_overrides(words: list[str]) -> Path | None:
             composable.append(override.input_line)
             given = given or override.key_or_group == "hydra.sweeper.params.dataset"  # the default runs
             continue
+        sweep = override.is_sweep_override()
+        if sweep and not multirun:
+            raise UserError(f"{override.input_line} is a sweep; run it with -m (clusterbench run -m ...)")
         values = _values(override)
         group = override.key_or_group
         if group == "dataset":
             datasets, given = _dataset_names(override), True
         elif group == "hydra.sweeper.params.dataset":
             swept_by_key = _sweeper_datasets(override)
+        if group in GROUPS and _group_glob(override) is not None:
+            values = _group_glob(override).filter(options(group))
+        if values == []:
+            hint = "see `clusterbench list` for the options" if group in GROUPS else "give at least one value"
+            raise UserError(f"{override.input_line} selects nothing; {hint}")
         if values is None:
-            continue  # glob() and interval() need the config loader: Hydra checks them itself
+            if not any(word.startswith("hydra/sweeper=") for word in words):
+                raise UserError(
+                    f"{override.input_line}: interval() needs a sampling sweeper (hydra/sweeper=optuna, "
+                    "installed apart); the basic sweeper takes lists and range()"
+                )
+            continue  # a sampling sweeper reads it itself
         if group == "experiment":
             experiments = values
         if group in GROUPS:
@@ -121,7 +134,6 @@ def check_overrides(words: list[str]) -> Path | None:
                 if name == "null":  # Hydra raises a traceback for it
                     raise UserError(f"{group}=null selects nothing; leave {group} out or delete it: ~{group}")
                 check_option(group, name)
-        sweep = override.is_sweep_override()
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if swept_by_key is not None and multirun:  # Hydra reads the sweeper's params only under -m
         if len(experiments) != 1:
@@ -144,7 +156,7 @@ def check_overrides(words: list[str]) -> Path | None:
         datasets = [name for value in swept if value for name in _parse_datasets(value) or []]
     if datasets is not None or not given:
         check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
-    results_dir = OmegaConf.select(cfg, "results_dir", throw_on_resolution_failure=False)
+    results_dir = _results_dir(cfg)
     if results_dir is not None:
         check_writable(Path(results_dir), "results_dir")
     if experiments and not multirun:
@@ -154,6 +166,28 @@ def check_overrides(words: list[str]) -> Path | None:
             file=sys.stderr,
         )
     return None if results_dir is None else Path(results_dir)
+
+
+def _results_dir(cfg) -> str | None:
+    """The configured results folder; None where only the running app can resolve it (``${hydra:…}``)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        results_dir = OmegaConf.select(cfg, "results_dir")
+    except OmegaConfBaseException as exc:
+        if "${hydra:" in str(OmegaConf.to_container(cfg, resolve=False).get("results_dir")):
+            return None
+        raise UserError(f"results_dir cannot be resolved: {first_line(exc)}") from None
+    if results_dir is not None and not str(results_dir).strip():
+        raise UserError("results_dir is empty; give a folder (results_dir=results is the default)")
+    return results_dir
+
+
+def _group_glob(override):
+    """The ``glob(...)`` a group override sweeps, else None."""
+    from hydra.core.override_parser.types import Glob
+
+    return override.value() if isinstance(override.value(), Glob) else None
 
 
 def _sweeper_datasets(override) -> list[str]:
@@ -184,9 +218,7 @@ def _parse_datasets(sweep: str) -> list[str] | None:
 def _dataset_names(override) -> list[str] | None:
     """The datasets a ``dataset`` override selects: its values, or its glob matched against the
     dataset configs (None for an interval, which only Hydra reads)."""
-    from hydra.core.override_parser.types import Glob
-
-    glob = override.value() if isinstance(override.value(), Glob) else None
+    glob = _group_glob(override)
     return glob.filter(options("dataset")) if glob else _values(override)
 
 
@@ -230,6 +262,8 @@ def _values(override) -> list[str] | None:
         return list(override.sweep_string_iterator())
     except HydraException:
         return None
+    except ValueError as exc:  # range(0,2,0)
+        raise UserError(f"cannot read {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
 
 
 def _composition_error(exc: BaseException) -> str:

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import locate
+from clusterbench.catalog import locate, method_names
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
@@ -208,16 +208,25 @@ def check_metric_suite(metrics: DictConfig) -> None:
             raise UserError(
                 f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
             ) from None
+        probe = {**PROBE, "labels": PROBE["y"], "estimator": None, "random_state": 0}
+        ignore_label = metric_options(spec).get("ignore_label")
+        if ignore_label is not None and not is_int(ignore_label):
+            raise UserError(
+                f"metric '{name}': ignore_label must be one integer label or null, got {ignore_label!r}"
+            )
         options = {k: v for k, v in metric_options(spec).items() if k != "ignore_label"}
-        try:
-            signature.bind_partial(**options)
-        except TypeError:
-            unknown = sorted(set(options) - set(signature.parameters))
+        parameters = signature.parameters
+        settable = [p for p in parameters if p not in probe]  # the runner passes the others
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            settable = [p for p in settable if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
+            unknown = sorted(set(options) & set(probe))
+        else:
+            unknown = sorted(set(options) - set(settable))
+        if unknown:
             raise UserError(
                 f"metric '{name}' has no option {', '.join(map(repr, unknown))}; "
-                f"its options are: {', '.join(signature.parameters)}, ignore_label"
-            ) from None
-        probe = {**PROBE, "labels": PROBE["y"], "estimator": None, "random_state": 0}
+                f"its options are: {', '.join([*settable, 'ignore_label'])}"
+            )
         try:
             call_metric(function, probe, metric_options(spec))
         except Exception as exc:  # only an invalid value is the user's: other errors show on real data
@@ -244,6 +253,20 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
         }
         for name, value in scores.items()
     ]
+
+
+def check_method_keys(cfg: DictConfig) -> None:
+    """``grids``, ``method_seeds`` and a ``timeout_s`` map are keyed by method name: a key that
+    names no method would be ignored without a word."""
+    known = {cfg.method.name, *method_names()}
+    for setting in ("grids", "method_seeds", "timeout_s"):
+        value = cfg.get(setting)
+        unknown = sorted(set(value) - known) if isinstance(value, Mapping) else []
+        if unknown:
+            raise UserError(
+                f"{setting}.{unknown[0]} names no method; keys are the methods' names (their "
+                f"config's name:): {', '.join(sorted(known))}"
+            )
 
 
 def check_threads(threads) -> int | None:
@@ -294,6 +317,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     if not isinstance(cfg.force, bool):
         raise UserError(f"force must be true or false, got {cfg.force!r}")
     check_required_keys(cfg)
+    check_method_keys(cfg)
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and seed not in seeds:
         return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only

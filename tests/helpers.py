@@ -55,11 +55,11 @@ def clusterbench_command() -> list[str]:
 
 
 def run_cli(
-    *words: str, data_folder: Path | None = None, timeout: float = 300
+    *words: str, data_folder: Path | None = None, timeout: float = 300, cwd: Path = REPO
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*clusterbench_command(), *words],
-        cwd=REPO,
+        cwd=cwd,
         env=cli_env(data_folder),
         capture_output=True,
         text=True,

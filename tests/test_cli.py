@@ -14,7 +14,7 @@ from clusterbench.catalog import CONF_DIR, options
 from clusterbench.cli import check_writable
 from clusterbench.errors import UserError
 from clusterbench.results import load_records
-from tests.helpers import record_files, require_cached, run_cli
+from tests.helpers import DATA_FOLDER, record_files, require_cached, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +98,49 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
     result = run_cli("run", "-m", "dataset=iris,zoo", override, "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("words", "fragments"),
+    [
+        (["seed=0,1"], ["seed=0,1 is a sweep", "run it with -m"]),
+        (["dataset=glob(zo*)"], ["dataset=glob(zo*) is a sweep", "-m"]),
+        (["-m", "seed=range(3,0)"], ["seed=range(3,0) selects nothing", "at least one value"]),
+        (["-m", "seed=range(0,2,0)"], ["cannot read seed=range(0,2,0)", "must not be zero"]),
+        (["-m", "dataset=glob(xyz*)"], ["dataset=glob(xyz*) selects nothing", "clusterbench list"]),
+        (["-m", "method=glob(kmaens*)"], ["method=glob(kmaens*) selects nothing"]),
+        (["-m", "seed=interval(0,1)"], ["interval() needs a sampling sweeper", "range()"]),
+        (["results_dir="], ["results_dir is empty"]),
+        (
+            ["results_dir=${oc.env:CLUSTERBENCH_NO_SUCH_VARIABLE}"],
+            ["results_dir cannot be resolved", "NO_SUCH"],
+        ),
+        (["dataset.n_clusters=abc"], ["dataset.n_clusters must be an integer ≥ 1", "'abc'"]),
+        (["dataset.n_clusters=2.7"], ["dataset.n_clusters must be an integer ≥ 1", "2.7"]),
+        (["+grids.kmean.n_init=[1,2]"], ["grids.kmean names no method", "kmeans"]),
+        (["timeout_s={clma: 0.3}"], ["timeout_s.clma names no method", "clam"]),
+        (["+metrics.nmi.labels=3"], ["metric 'nmi' has no option 'labels'", "average_method, ignore_label"]),
+        (["+metrics.nmi.ignore_label=[1,2]"], ["ignore_label must be one integer label or null"]),
+    ],
+)
+def test_a_mistyped_run_exits_2_in_one_line_before_any_record(tmp_path, words, fragments):
+    # results_dir first: a later results_dir= among the words wins, as in Hydra
+    result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", *words, cwd=tmp_path)
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "runs").exists() and not any(tmp_path.rglob("*.csv"))
+
+
+def test_a_cached_file_that_differs_from_its_config_shape_exits_2(tmp_path):
+    require_cached("zoo")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with np.load(os.path.join(DATA_FOLDER, "zoo.npz")) as full:
+        np.savez(cache / "zoo.npz", X=full["X"][:50], y=full["y"][:50])
+    result = run_cli("run", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path}", data_folder=cache)
+    assert_one_line_error(
+        result, "dataset 'zoo'", "holds X [50, 16]", "declares shape [101, 16]", "data verify"
+    )
     assert not (tmp_path / "runs").exists()
 
 

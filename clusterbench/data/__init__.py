@@ -65,7 +65,20 @@ def _split(raw: RawData, split: str | None, name: str) -> RawData:
 def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> Dataset:
     """Load and prepare the dataset that ``cfg`` (one ``conf/dataset/*.yaml``) describes."""
     cfg = OmegaConf.create(dict(cfg)) if not isinstance(cfg, DictConfig) else cfg
-    raw = _split(call_source(cfg.source), cfg.get("split"), cfg.name)
+    if not (is_int(cfg.n_clusters) and cfg.n_clusters >= 1):
+        raise UserError(f"dataset.n_clusters must be an integer ≥ 1, got {cfg.n_clusters!r}")
+    raw = call_source(cfg.source)
+    declared = cfg.get("shape")
+    if (
+        declared is not None
+        and cfg.source._target_.endswith(".cached")
+        and list(raw.X.shape) != list(declared)
+    ):
+        raise UserError(
+            f"dataset '{cfg.name}': the cached file holds X {list(raw.X.shape)}, its config declares shape "
+            f"{list(declared)}; check the cache with `clusterbench data verify` (or fix the config's shape)"
+        )
+    raw = _split(raw, cfg.get("split"), cfg.name)
     X, y = np.asarray(raw.X, dtype=np.float64), np.asarray(raw.y)
     limits = {"dataset.subsample": cfg.get("subsample"), "profile.max_samples": max_samples}
     for key, size in limits.items():
@@ -76,4 +89,4 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> D
         keep = stratified_subsample(y, min(sizes), int(cfg.get("subsample_seed", 0)))
         X, y = X[keep], y[keep]
     X = preprocess(impute(X, cfg.get("impute"), cfg.name), cfg.get("preprocess"))
-    return Dataset(name=cfg.name, X=X, y=y.astype(np.int64), n_clusters=int(cfg.n_clusters))
+    return Dataset(name=cfg.name, X=X, y=y.astype(np.int64), n_clusters=cfg.n_clusters)
