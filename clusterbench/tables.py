@@ -12,7 +12,7 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
 * ``best_mean``: runs grouped by hyperparameters (seed excluded); the group with the best mean
   ``by`` is kept and its ``metric`` reported as mean ± std over seeds.
 * ``mean_std``: mean ± std of ``metric`` over all runs (std: the population std, ddof = 0, here
-  and in ``best_mean``).
+  and in ``best_mean``; a cell of one run shows its value alone).
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``
   (the k-means-C′ paper's Table S1); the paper's values are then ``[mean, best]`` pairs.
 * ``best_of``: the runs are single restarts (one per seed) of a protocol that keeps the best of
@@ -217,7 +217,7 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
     if kind == "best":
         return {"ours": best[metric], "selected": _grid_point(best["params"], grid)}
     if kind == "mean_std":
-        return {"ours": valid[metric].mean(), "ours_std": valid[metric].std(ddof=0)}
+        return {"ours": valid[metric].mean(), "ours_std": _spread(valid[metric])}
     if kind == "mean_best":
         selected = _grid_point(best["params"], grid)
         return {"ours": valid[metric].mean(), "ours_best": best[metric], "selected": selected}
@@ -227,7 +227,13 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
     means = groups[by].mean().sum(axis=1).sort_values(ascending=ascending, kind="stable")
     chosen = groups.get_group(means.index[0])
     selected = _grid_point(chosen["params"].iloc[0], grid)
-    return {"ours": chosen[metric].mean(), "ours_std": chosen[metric].std(ddof=0), "selected": selected}
+    return {"ours": chosen[metric].mean(), "ours_std": _spread(chosen[metric]), "selected": selected}
+
+
+def _spread(values: pd.Series) -> float:
+    """The population std of a cell's runs; NaN for a single run, which then prints without a
+    "± 0.000" that would read as a measured spread."""
+    return values.std(ddof=0) if len(values) > 1 else math.nan
 
 
 def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:
