@@ -87,6 +87,7 @@ def check_overrides(words: list[str]) -> Path | None:
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import IntervalSweep
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -121,7 +122,9 @@ def check_overrides(words: list[str]) -> Path | None:
             hint = "see `clusterbench list` for the options" if group in GROUPS else "give at least one value"
             raise UserError(f"{override.input_line} selects nothing; {hint}")
         if values is None:
-            if not any(word.startswith("hydra/sweeper=") for word in words):
+            if not isinstance(override.value(), IntervalSweep):
+                raise UserError(f"cannot list the values of {override.input_line}; {OVERRIDE_GRAMMAR}")
+            if not any(word.lstrip("+").startswith("hydra/sweeper=") for word in words):
                 raise UserError(
                     f"{override.input_line}: interval() needs a sampling sweeper (hydra/sweeper=optuna, "
                     "installed apart); the basic sweeper takes lists and range()"
@@ -175,10 +178,10 @@ def _results_dir(cfg) -> str | None:
     try:
         results_dir = OmegaConf.select(cfg, "results_dir")
     except OmegaConfBaseException as exc:
-        if "${hydra:" in str(OmegaConf.to_container(cfg, resolve=False).get("results_dir")):
+        if "HydraConfig was not set" in str(exc):  # ${hydra:…}, directly or through another key
             return None
         raise UserError(f"results_dir cannot be resolved: {first_line(exc)}") from None
-    if results_dir is not None and not str(results_dir).strip():
+    if results_dir is None or not str(results_dir).strip():
         raise UserError("results_dir is empty; give a folder (results_dir=results is the default)")
     return results_dir
 

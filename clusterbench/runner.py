@@ -216,16 +216,19 @@ def check_metric_suite(metrics: DictConfig) -> None:
             )
         options = {k: v for k, v in metric_options(spec).items() if k != "ignore_label"}
         parameters = signature.parameters
-        settable = [p for p in parameters if p not in probe]  # the runner passes the others
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            settable = [p for p in settable if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
-            unknown = sorted(set(options) & set(probe))
-        else:
-            unknown = sorted(set(options) - set(settable))
+        keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        named = [p for p in parameters if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
+        settable = [p for p in named if p not in probe]  # the runner passes the others by name
+        # **kwargs takes any other option; a name the runner passes would collide
+        unknown = sorted(
+            set(options) & (set(named) - set(settable)) if keywords else set(options) - set(settable)
+        )
         if unknown:
+            why = " (the runner passes it)" if set(unknown) <= set(probe) else ""
+            also = " and any other keyword (**kwargs)" if keywords else ""
             raise UserError(
-                f"metric '{name}' has no option {', '.join(map(repr, unknown))}; "
-                f"its options are: {', '.join([*settable, 'ignore_label'])}"
+                f"metric '{name}' has no option {', '.join(map(repr, unknown))}{why}; "
+                f"its options are: {', '.join([*settable, 'ignore_label'])}{also}"
             )
         try:
             call_metric(function, probe, metric_options(spec))

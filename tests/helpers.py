@@ -103,3 +103,10 @@ class Halves(KMeansLike):
         type(self).fits += 1
         self.labels_ = (np.arange(len(X)) >= len(X) // 2).astype(int)
         return self
+
+
+def forwarding_silhouette(X, labels, **options) -> float:
+    """A metric that forwards any option (scikit-learn's silhouette_score takes random_state)."""
+    from sklearn.metrics import silhouette_score
+
+    return float(silhouette_score(X, labels, **options))

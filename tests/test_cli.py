@@ -112,6 +112,8 @@ def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragm
         (["-m", "method=glob(kmaens*)"], ["method=glob(kmaens*) selects nothing"]),
         (["-m", "seed=interval(0,1)"], ["interval() needs a sampling sweeper", "range()"]),
         (["results_dir="], ["results_dir is empty"]),
+        (["results_dir=null"], ["results_dir is empty"]),
+        (["-m", "seed=glob(*)"], ["cannot list the values of seed=glob(*)", "override_grammar"]),
         (
             ["results_dir=${oc.env:CLUSTERBENCH_NO_SUCH_VARIABLE}"],
             ["results_dir cannot be resolved", "NO_SUCH"],
@@ -129,6 +131,19 @@ def test_a_mistyped_run_exits_2_in_one_line_before_any_record(tmp_path, words, f
     result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", *words, cwd=tmp_path)
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "runs").exists() and not any(tmp_path.rglob("*.csv"))
+
+
+def test_a_results_dir_reaching_hydra_through_another_key_is_left_to_the_app(tmp_path):
+    words = [
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        f"+base={tmp_path}/${{hydra:job.name}}",
+        "results_dir=${base}",
+    ]
+    result = run_cli(*words)
+    assert result.returncode == 0, result.stderr
+    assert len(list(tmp_path.glob("*/runs/smoke/adhoc/iris/kmeans/*.csv"))) == 1
 
 
 def test_a_cached_file_that_differs_from_its_config_shape_exits_2(tmp_path):

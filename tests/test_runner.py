@@ -273,6 +273,15 @@ def test_locate_finds_what_hydra_finds_and_names_the_missing_module(tmp_path, mo
         locate("needs_a_missing_package.Clusterer")
 
 
+def test_a_metric_taking_keywords_accepts_any_option_but_those_the_runner_passes(tmp_path):
+    target = "+metrics.fwd._target_=tests.helpers.forwarding_silhouette"
+    ok = iris(tmp_path, target, "+metrics.fwd.random_state=3", "+metrics.fwd.sample_size=50")
+    (point,) = run_job(ok)
+    assert point.status == "ok" and 0.3 < point.scores["fwd"] < 0.9
+    with pytest.raises(UserError, match=r"no option 'labels' \(the runner passes it\).*\(\*\*kwargs\)"):
+        run_job(iris(tmp_path / "clash", target, "+metrics.fwd.labels=3"))
+
+
 def test_an_empty_metric_suite_is_a_user_error(tmp_path):
     cfg = iris(tmp_path)
     cfg.metrics = {}
