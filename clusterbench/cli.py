@@ -146,11 +146,14 @@ def check_overrides(words: list[str]) -> Path | None:
             )
         if not given:  # a dataset= override wins over the sweeper's params, as in Hydra
             datasets, given = swept_by_key, True
+    refused = None
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
             cfg = compose(config_name="config", overrides=composable)
         except (HydraException, OmegaConfBaseException) as exc:
-            raise UserError(_composition_error(exc)) from None
+            refused = exc
+    if refused is not None:  # worded outside the block: the hint composes the plain config
+        raise UserError(_composition_error(refused)) from None
     if not given and multirun:  # those the experiments sweep
         swept = [
             OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
@@ -278,11 +281,33 @@ def _composition_error(exc: BaseException) -> str:
         cause = first_line(exc.__cause__).replace("is not in struct", "is not in the config")
         message += f": {_lower_first(cause)}"
     hint = next((line for line in lines[1:] if line.startswith("To append")), None)
+    typo = re.match(r"Could not override '([\w.]+)'", lines[0])
+    if hint and typo:  # a misspelt key is likelier than a new one: name the close match first
+        close = _close_key(typo[1])
+        hint = f"did you mean {close}? ({_lower_first(hint)})" if close else hint
     if "Available options in" in str(exc):
         start = next(i for i, line in enumerate(lines) if line.startswith("Available options in")) + 1
         end = next((i for i, line in enumerate(lines) if line.startswith("Config search path")), len(lines))
         hint = f"known options: {', '.join(line for line in lines[start:end] if line)}"
     return f"{message}; {_lower_first(hint)}" if hint else message
+
+
+def _close_key(dotted: str) -> str | None:
+    """``dotted`` with its first unknown part replaced by the closest key of the config, if any."""
+    import difflib
+
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        node = compose(config_name="config")
+    parts = dotted.split(".")
+    for depth, part in enumerate(parts):
+        keys = [str(key) for key in node] if OmegaConf.is_dict(node) else []
+        if part not in keys:
+            match = difflib.get_close_matches(part, keys, n=1, cutoff=0.75)
+            return ".".join([*parts[:depth], match[0], *parts[depth + 1 :]]) if match else None
+        node = node[part]
+    return None
 
 
 def _lower_first(text: str) -> str:

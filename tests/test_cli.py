@@ -83,6 +83,8 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
     ("override", "fragments"),
     [
         ("nope=3", ["could not override 'nope'", "not in the config", "+nope=3"]),
+        ("sed=3", ["could not override 'sed'", "did you mean seed?", "+sed=3"]),
+        ("method.estimatr.tol=1", ["did you mean method.estimator.tol?"]),
         ("grids.clam={beta_scale:[1]}", ["could not override 'grids.clam'", "+grids.clam="]),
         ("grids.clam.beta=[1", ["cannot parse the overrides", "'[1'", "override_grammar"]),
         ("experiment=clam_table10,null", ["experiment=null selects nothing", "~experiment"]),
