@@ -6,6 +6,7 @@ duplicates them.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -33,9 +34,10 @@ def load_option(group: str, name: str) -> DictConfig:
     return OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
 
 
+@cache
 def method_names() -> list[str]:
     """The names records and tables give the methods: each file's ``name``, else that of the
-    method it extends (its ``defaults``), else the file's own."""
+    method it extends (its ``defaults``), else the file's own. Read once per process."""
     return sorted({_method_name(option) for option in options("method")})
 
 

@@ -110,14 +110,12 @@ def check_overrides(words: list[str]) -> Path | None:
         sweep = override.is_sweep_override()
         if sweep and not multirun:
             raise UserError(f"{override.input_line} is a sweep; run it with -m (clusterbench run -m ...)")
-        values = _values(override)
         group = override.key_or_group
+        values = _option_names(override, group) if group in GROUPS else _values(override)
         if group == "dataset":
-            datasets, given = _dataset_names(override), True
+            datasets, given = values, True
         elif group == "hydra.sweeper.params.dataset":
             swept_by_key = _sweeper_datasets(override)
-        if group in GROUPS and _group_glob(override) is not None:
-            values = _group_glob(override).filter(options(group))
         if values == []:
             hint = "see `clusterbench list` for the options" if group in GROUPS else "give at least one value"
             raise UserError(f"{override.input_line} selects nothing; {hint}")
@@ -189,13 +187,6 @@ def _results_dir(cfg) -> str | None:
     return results_dir
 
 
-def _group_glob(override):
-    """The ``glob(...)`` a group override sweeps, else None."""
-    from hydra.core.override_parser.types import Glob
-
-    return override.value() if isinstance(override.value(), Glob) else None
-
-
 def _sweeper_datasets(override) -> list[str]:
     """The datasets of ``hydra.sweeper.params.dataset="a,b"``: a sweep written as one string."""
     from hydra.errors import HydraException
@@ -215,17 +206,19 @@ def _sweeper_datasets(override) -> list[str]:
 
 
 def _parse_datasets(sweep: str) -> list[str] | None:
-    """The datasets a sweep written as text selects (``a,b``, ``glob(y*)``): see :func:`_dataset_names`."""
+    """The datasets a sweep written as text selects (``a,b``, ``glob(y*)``): see :func:`_option_names`."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    return _dataset_names(OverridesParser.create().parse_override(f"dataset={sweep}"))
+    return _option_names(OverridesParser.create().parse_override(f"dataset={sweep}"), "dataset")
 
 
-def _dataset_names(override) -> list[str] | None:
-    """The datasets a ``dataset`` override selects: its values, or its glob matched against the
-    dataset configs (None for an interval, which only Hydra reads)."""
-    glob = _group_glob(override)
-    return glob.filter(options("dataset")) if glob else _values(override)
+def _option_names(override, group: str) -> list[str] | None:
+    """The options of ``group`` an override selects: its values, or its glob matched against the
+    group's configs (None for an interval, which only a sampling sweeper reads)."""
+    from hydra.core.override_parser.types import Glob
+
+    glob = override.value() if isinstance(override.value(), Glob) else None
+    return glob.filter(options(group)) if glob else _values(override)
 
 
 def check_in_cache(datasets: list[str]) -> None:
@@ -364,7 +357,7 @@ def command_table(words: list[str]) -> int:
 
 def command_list(words: list[str]) -> int:
     from clusterbench.data import cache_dir
-    from clusterbench.data.sources import import_only
+    from clusterbench.data.sources import import_only, reads_cache
 
     if words:
         raise UserError("`clusterbench list` takes no arguments")
@@ -376,7 +369,7 @@ def command_list(words: list[str]) -> int:
         n, d = spec.get("shape", ["?", "?"])
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
-        if target == "cached":
+        if reads_cache(source):
             origin = "import only" if import_only(source) else f"OpenML {source.openml_id}"
             cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
         else:
@@ -390,7 +383,7 @@ def command_list(words: list[str]) -> int:
 
 def command_data(words: list[str]) -> int:
     from clusterbench.data import cache_dir
-    from clusterbench.data.sources import cached, import_only, read_npz
+    from clusterbench.data.sources import cached, import_only, read_npz, reads_cache
 
     parser = argparse.ArgumentParser(prog="clusterbench data")
     sub = parser.add_subparsers(dest="action", required=True)
@@ -417,7 +410,7 @@ def command_data(words: list[str]) -> int:
         print(f"imported {len(files)} file(s) into {cache}")
     else:
         source = load_option("dataset", args.name).source
-        if not source._target_.endswith(".cached") or import_only(source):
+        if not reads_cache(source) or import_only(source):
             raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
         arguments = {k: v for k, v in OmegaConf.to_container(source).items() if k != "_target_"}
         data = cached(**arguments, refresh=True)
@@ -433,14 +426,14 @@ def verify_cache(cache: Path) -> int:
     import numpy as np
     import pandas as pd
 
-    from clusterbench.data.sources import read_npz
+    from clusterbench.data.sources import read_npz, reads_cache
 
     manifest_path = cache / "MANIFEST.csv"
     manifest = pd.read_csv(manifest_path).set_index("name") if manifest_path.exists() else None
     problems = 0
     for name in options("dataset"):
         spec = load_option("dataset", name)
-        if not spec.source._target_.endswith(".cached"):
+        if not reads_cache(spec.source):
             continue
         path = cache / f"{spec.source.name}.npz"
         if not path.exists():

@@ -209,12 +209,13 @@ def check_metric_suite(metrics: DictConfig) -> None:
                 f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
             ) from None
         probe = {**PROBE, "labels": PROBE["y"], "estimator": None, "random_state": 0}
-        ignore_label = metric_options(spec).get("ignore_label")
+        given = metric_options(spec)
+        ignore_label = given.get("ignore_label")
         if ignore_label is not None and not is_int(ignore_label):
             raise UserError(
                 f"metric '{name}': ignore_label must be one integer label or null, got {ignore_label!r}"
             )
-        options = {k: v for k, v in metric_options(spec).items() if k != "ignore_label"}
+        options = {k: v for k, v in given.items() if k != "ignore_label"}
         parameters = signature.parameters
         keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
         named = [p for p in parameters if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
@@ -231,7 +232,7 @@ def check_metric_suite(metrics: DictConfig) -> None:
                 f"its options are: {', '.join([*settable, 'ignore_label'])}{also}"
             )
         try:
-            call_metric(function, probe, metric_options(spec))
+            call_metric(function, probe, given)
         except Exception as exc:  # only an invalid value is the user's: other errors show on real data
             if is_invalid_parameter(exc):
                 raise HyperparameterError(f"metric '{name}': {first_line(exc)}") from None
@@ -261,14 +262,15 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
 def check_method_keys(cfg: DictConfig) -> None:
     """``grids``, ``method_seeds`` and a ``timeout_s`` map are keyed by method name: a key that
     names no method would be ignored without a word."""
-    known = {cfg.method.name, *method_names()}
     for setting in ("grids", "method_seeds", "timeout_s"):
         value = cfg.get(setting)
-        unknown = sorted(set(value) - known) if isinstance(value, Mapping) else []
+        keys = set(value) - {cfg.method.name} if isinstance(value, Mapping) else set()
+        unknown = sorted(keys - set(method_names())) if keys else []
         if unknown:
+            known = sorted({cfg.method.name, *method_names()})
             raise UserError(
                 f"{setting}.{unknown[0]} names no method; keys are the methods' names (their "
-                f"config's name:): {', '.join(sorted(known))}"
+                f"config's name:): {', '.join(known)}"
             )
 
 

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import StratifiedShuffleSplit
 
 from clusterbench.data.preprocess import impute, preprocess
-from clusterbench.data.sources import RawData, cache_dir, call_source
+from clusterbench.data.sources import RawData, cache_dir, call_source, reads_cache
 from clusterbench.errors import UserError, first_line
 from clusterbench.validation import is_int
 
@@ -69,11 +69,7 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> D
         raise UserError(f"dataset.n_clusters must be an integer ≥ 1, got {cfg.n_clusters!r}")
     raw = call_source(cfg.source)
     declared = cfg.get("shape")
-    if (
-        declared is not None
-        and cfg.source._target_.endswith(".cached")
-        and list(raw.X.shape) != list(declared)
-    ):
+    if declared is not None and reads_cache(cfg.source) and list(raw.X.shape) != list(declared):
         raise UserError(
             f"dataset '{cfg.name}': the cached file holds X {list(raw.X.shape)}, its config declares shape "
             f"{list(declared)}; check the cache with `clusterbench data verify` (or fix the config's shape)"

@@ -56,13 +56,14 @@ def read_npz(path: Path) -> RawData:
     return raw
 
 
+def reads_cache(source) -> bool:
+    """Whether a dataset's ``source`` is :func:`cached`: a cache file, fetched from OpenML if it has an id."""
+    return source is not None and str(source.get("_target_", "")).endswith(".cached")
+
+
 def import_only(source) -> bool:
     """Whether a dataset's ``source`` reads the cache with no download to fall back on (no OpenML id)."""
-    return (
-        source is not None
-        and str(source.get("_target_", "")).endswith(".cached")
-        and not source.get("openml_id")
-    )
+    return reads_cache(source) and not source.get("openml_id")
 
 
 def call_source(source) -> RawData:
