@@ -79,9 +79,24 @@ def code_version() -> str:
 
 
 def config_hash(identity: Mapping) -> str:
-    """A short stable hash of a JSON-serialisable description of a job."""
-    text = json.dumps(identity, sort_keys=True, default=str, separators=(",", ":"))
+    """A short stable hash of a JSON-serialisable description of a job.
+
+    Numbers are hashed by value, not by type: ``tol=1`` and ``tol=1.0`` name one configuration
+    (an estimator keeps whichever a config or command line gave it), so a rerun finds its record.
+    """
+    text = json.dumps(_by_value(identity), sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _by_value(node):
+    """``node`` with every integral float written as an int (bools, which are ints, kept)."""
+    if isinstance(node, Mapping):
+        return {key: _by_value(value) for key, value in node.items()}
+    if isinstance(node, list | tuple):
+        return [_by_value(value) for value in node]
+    if isinstance(node, float) and node.is_integer():
+        return int(node)
+    return node
 
 
 def record_path(
@@ -151,13 +166,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+# Columns read as text whatever they hold: a hash of digits alone ("37224736794370633463") or with
+# one "e" ("4e131859530002375504") would otherwise be read as a number, and name no file.
+TEXT_COLUMNS = [c for c in COLUMNS if c not in ("seed", "value", "fit_seconds")]
+
+
 def read_record(path: Path) -> pd.DataFrame:
     # An undefined metric is written as "nan"; other text (errors, params) is never read as NaN.
     return pd.read_csv(
         path,
         keep_default_na=False,
         na_values={"value": ["", "nan"], "fit_seconds": ["", "nan"]},
-        dtype={"error": str, "value": float, "fit_seconds": float},
+        dtype={**dict.fromkeys(TEXT_COLUMNS, str), "value": float, "fit_seconds": float},
     )
 
 

@@ -311,6 +311,18 @@ def limit_torch_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
+def job_identity(cfg: DictConfig, experiment: str, dataset_cfg: DictConfig) -> dict:
+    """What, beside the method point, determines a job's numbers: its record's hash is of both."""
+    return {
+        "experiment": experiment,
+        "profile": cfg.profile.name,
+        "max_samples": cfg.profile.get("max_samples"),
+        "dataset": OmegaConf.to_container(dataset_cfg, resolve=True),
+        "seed": cfg.seed,
+        "metrics": OmegaConf.to_container(cfg.metrics, resolve=True),
+    }
+
+
 def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[PointResult]:
     """Run every grid point of one (dataset, method, seed) job; return what each point did.
 
@@ -335,17 +347,10 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     method = method_config(cfg)
     timeout = fit_timeout(cfg.get("timeout_s"), method.name)
     results_dir = Path(cfg.results_dir)
-    job_identity = {
-        "experiment": experiment,
-        "profile": cfg.profile.name,
-        "max_samples": cfg.profile.get("max_samples"),
-        "dataset": OmegaConf.to_container(dataset_cfg, resolve=True),
-        "seed": seed,
-        "metrics": OmegaConf.to_container(cfg.metrics, resolve=True),
-    }
+    job = job_identity(cfg, experiment, dataset_cfg)
 
     def record_of(method_point: dict) -> Path:
-        key = config_hash({**job_identity, "method": method_point})
+        key = config_hash({**job, "method": method_point})
         return record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
 
     outcomes = []

@@ -107,7 +107,23 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     if not ok.empty:
         wide = ok.pivot_table(index=run, columns="metric", values="value", aggfunc="first")
         runs = runs.join(wide)
-    return _without_device_twins(runs.reset_index())
+    # In an order of what the runs are, not of their hashes: the first of runs tied on a
+    # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
+    runs = _without_device_twins(runs.reset_index())
+    what = ["experiment", "dataset", "method", "variant", "params", "seed"]
+    keys = [(*names, _by_value(params), seed) for *names, params, seed in runs[what].itertuples(index=False)]
+    order = sorted(range(len(runs)), key=keys.__getitem__)
+    return runs.iloc[order].reset_index(drop=True)
+
+
+def _by_value(params: str) -> tuple:
+    """A sort key of a run's hyperparameters that orders numbers by value (3 before 100)."""
+    return tuple(
+        (name, 0, value, "")
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else (name, 1, 0, json.dumps(value))
+        for name, value in sorted(json.loads(params).items())
+    )
 
 
 def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:

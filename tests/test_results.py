@@ -108,6 +108,16 @@ def test_record_round_trip_has_the_columns_and_types(tmp_path):
     assert frame["fit_seconds"].iloc[0] == 0.25
 
 
+@pytest.mark.parametrize("key", ["37224736794370633463", "4e131859530002375504", "0000000000000000001e"])
+def test_a_hash_that_looks_like_a_number_is_read_as_its_text(tmp_path, key):
+    # Two committed records had such names; read as 3.72e19 and inf, they named no labels file.
+    path = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", key)
+    write_record(path, [{**row, "config_hash": key, "dataset": "1", "variant": "2"} for row in rows()])
+    frame = read_record(path)
+    assert list(frame["config_hash"]) == [key, key]
+    assert frame["dataset"].iloc[0] == "1" and frame["variant"].iloc[0] == "2"
+
+
 def test_config_hash_is_stable_and_independent_of_key_order():
     a = {"dataset": {"name": "zoo", "n_clusters": 7}, "seed": 0, "method": {"params": {"b": 1, "a": [1, 2]}}}
     b = {"seed": 0, "method": {"params": {"a": [1, 2], "b": 1}}, "dataset": {"n_clusters": 7, "name": "zoo"}}
@@ -127,6 +137,16 @@ def test_config_hash_is_stable_and_independent_of_key_order():
         env={"PYTHONHASHSEED": "123"},
     )
     assert other.stdout.strip() == config_hash(a)
+
+
+def test_config_hash_reads_numbers_by_value():
+    point = {"params": {"tol": 1, "beta": [2, 0.5], "mask": True, "n_init": 10}}
+    same = {"params": {"tol": 1.0, "beta": (2.0, 0.5), "mask": True, "n_init": 10.0}}
+    assert config_hash(same) == config_hash(point)
+    # a bool is not the number it equals, and unequal numbers stay apart
+    assert config_hash({"params": {**point["params"], "mask": 1}}) != config_hash(point)
+    assert config_hash({"params": {**point["params"], "tol": 1.5}}) != config_hash(point)
+    assert config_hash({"x": float("inf")}) != config_hash({"x": float("-inf")})
 
 
 def test_load_records_reads_every_record_with_types(tmp_path):

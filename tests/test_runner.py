@@ -91,6 +91,15 @@ def test_a_second_run_is_cached_without_refitting_and_force_refits(tmp_path, kme
     assert set(read_record(first.path)["clusterbench_version"]) == {code_version()}
 
 
+def test_a_number_given_as_int_or_float_is_one_point_and_one_record(tmp_path, kmeans_fits):
+    (first,) = run_job(iris(tmp_path, "+method.estimator.tol=1"))
+    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert first.status == "ok" and again.status == "cached" and len(kmeans_fits) == 1
+    assert record_files(tmp_path) == [first.path]
+    (other,) = run_job(iris(tmp_path, "+method.estimator.tol=1.5"))
+    assert other.status == "ok" and len(record_files(tmp_path)) == 2
+
+
 def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path, monkeypatch):
     monkeypatch.setattr(Exploding, "fits", 0)
     cfg = iris(tmp_path, "method.estimator._target_=tests.helpers.Exploding")

@@ -93,6 +93,19 @@ def test_best_reports_the_metric_of_the_run_with_the_best_criterion():
     assert least["ours"] == 0.20
 
 
+@pytest.mark.parametrize("hashes", [["a", "b", "c"], ["c", "b", "a"]])
+def test_of_tied_runs_best_chooses_by_hyperparameter_value_not_by_hash(hashes):
+    tied = [
+        run("zoo", "dec", 0, {"update_interval": u}, {"sc": 0.37, "nmi": n})
+        for u, n in [(100, 0.1), (3, 0.2), (20, 0.3)]
+    ]
+    records = frame(*tied)
+    records["config_hash"] = records["params"].map(dict(zip(records["params"].unique(), hashes, strict=True)))
+    records = records.sort_values("config_hash", kind="stable")  # load_records reads files by name
+    chosen = select(wide_runs(records), OmegaConf.create({"kind": "best", "by": "sc"}), "nmi")
+    assert chosen["selected"] == "update_interval=3" and chosen["ours"] == 0.2
+
+
 def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     # k-means++: mean SC 0.33 over seeds 0 and 1; random: 0.30 — k-means++ wins despite the best single run.
     chosen = select(wide_runs(GRID), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "nmi")
