@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from sklearn.base import BaseEstimator
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
@@ -140,6 +141,24 @@ def check_required_keys(cfg: DictConfig) -> None:
                     f"{group} '{cfg[group].get('name')}' gives no {key}; add it to its file in "
                     f"conf/{group}/ (README: adding a method or dataset)"
                 )
+
+
+def check_point(estimator, method_name: str, data: Dataset) -> None:
+    """Check one grid point's hyperparameter values without fitting it: its number of clusters
+    on this dataset, and the values the estimator's ``_validate_params`` accepts (scikit-learn's
+    hook, which checks them against ``_parameter_constraints``; our estimators implement it)."""
+    check_n_clusters(estimator, data)
+    validate = getattr(type(estimator), "_validate_params", None)
+    if validate is None or (
+        validate is BaseEstimator._validate_params and not hasattr(estimator, "_parameter_constraints")
+    ):
+        return  # nothing to check it by: fit will tell
+    try:
+        estimator._validate_params()
+    except Exception as exc:
+        if is_invalid_parameter(exc):
+            raise HyperparameterError(f"method '{method_name}': {first_line(exc)}") from None
+        raise
 
 
 def check_n_clusters(estimator, data: Dataset) -> None:
@@ -355,10 +374,13 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
 
     outcomes = []
     grid = method_grid(cfg)
+    # Every point is checked before the first fit: a value that one point of a long sweep holds
+    # stops it before hours of fitting, not after.
+    for params in grid:
+        check_point(build_estimator(method, params, data, seed, cfg.device), method.name, data)
     for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
         estimator = build_estimator(method, params, data, seed, cfg.device)
         limit_torch_threads(threads)
-        check_n_clusters(estimator, data)
         hyper = estimator_params(estimator)
         point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}
         path = record_of(point)

@@ -196,6 +196,26 @@ def test_an_invalid_scikit_learn_value_is_a_hyperparameter_error_naming_it(tmp_p
     assert record_files(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    ("method", "grid", "culprit"),
+    [
+        ("kmeans", "+grids.kmeans.init=[random,k-means++,bogus]", "'init'"),
+        ("clam", "+grids.clam.beta=[1.0,2.0,-1.0]", "CLAM beta must be a number > 0"),
+        ("kr_kmeans", "+grids.kr_kmeans.tol=[0.1,-1]", "KhatriRaoKMeans tol must be a number ≥ 0"),
+        ("kr_naive", "+grids.kr_naive.als_tol=[0.1,-1]", "KhatriRaoNaive als_tol must be a number ≥ 0"),
+    ],
+)
+def test_an_invalid_value_at_the_last_grid_point_stops_the_job_before_its_first_fit(
+    tmp_path, monkeypatch, method, grid, culprit
+):
+    fits = []
+    estimator = locate(compose_config(tmp_path, f"method={method}").method.estimator._target_)
+    monkeypatch.setattr(estimator, "fit", lambda self, X, y=None: fits.append(self))
+    with pytest.raises(HyperparameterError, match=culprit):
+        run_job(iris(tmp_path, f"method={method}", grid))
+    assert fits == [] and record_files(tmp_path) == []
+
+
 def test_method_max_samples_below_n_skips_the_point(tmp_path, kmeans_fits):
     cfg = iris(tmp_path, "method.max_samples=100")
     (outcome,) = run_job(cfg)

@@ -300,7 +300,7 @@ class CLAM(ClusterMixin, BaseEstimator):
         self.device = device
 
     def fit(self, X, y=None):
-        self._check_hyperparameters()
+        self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.device_ = resolve_device(self.device)
@@ -359,7 +359,7 @@ class CLAM(ClusterMixin, BaseEstimator):
             log_weights = log_weights.unsqueeze(0)
         return self._assign(self._points(X), centers.unsqueeze(0), log_weights)[0].cpu().numpy()
 
-    def _check_hyperparameters(self) -> None:
+    def _validate_params(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values.
 
         Checked in order, so a check may rely on the ones before it (min_lr on lr, snapshots on epochs).

@@ -193,7 +193,7 @@ class DEC(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        self._check_hyperparameters()
+        self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         if len(X) < self.n_clusters:
             raise HyperparameterError(
@@ -261,7 +261,7 @@ class DEC(ClusterMixin, BaseEstimator):
         centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
         return self._labels(data, centers).cpu().numpy()
 
-    def _check_hyperparameters(self) -> None:
+    def _validate_params(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
         checks = [
             ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),

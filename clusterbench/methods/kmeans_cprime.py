@@ -164,7 +164,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ public API
 
     def fit(self, X, y=None):
-        self._check_hyperparameters()
+        self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         n, n_features = X.shape
         if not self.n_clusters <= n:
@@ -209,7 +209,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks and seeding
 
-    def _check_hyperparameters(self) -> None:
+    def _validate_params(self) -> None:
         check_hyperparameters(
             self,
             [

@@ -299,7 +299,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ public API
 
     def fit(self, X, y=None):
-        self._check_hyperparameters()
+        self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
@@ -324,7 +324,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
 
-    def _check_hyperparameters(self) -> None:
+    def _validate_params(self) -> None:
         check_hyperparameters(
             self,
             [

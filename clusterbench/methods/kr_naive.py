@@ -83,7 +83,8 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
 
-    def fit(self, X, y=None):
+    def _validate_params(self) -> None:
+        """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
         check_hyperparameters(
             self,
             [
@@ -95,6 +96,9 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
                 *SEED_AND_DEVICE_CHECKS,
             ],
         )
+
+    def fit(self, X, y=None):
+        self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
