@@ -54,8 +54,17 @@ def hydra_job(cfg: DictConfig) -> None:
             cfg[group].setdefault("name", choices[group])
         cfg.method.setdefault("variant", "default")
 
+    # Hyperparameters set on the command line (a sweep of method.estimator.tol=1e-3,1e-4, say):
+    # each job's line names them beside its grid point, or a sweep's lines read alike.
+    given = {}
+    for word in HydraConfig.get().overrides.task:
+        key, _, value = word.lstrip("+").partition("=")
+        name = key.removeprefix("method.estimator.")
+        if name != key and not name.startswith("_"):  # not _target_, which the method's name says
+            given[name] = value
+
     def report(outcome) -> None:
-        tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome))
+        tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome, given))
 
     try:
         run_job(cfg, experiment, report=report)
@@ -101,7 +110,7 @@ def check_overrides(words: list[str]) -> Path | None:
     # The datasets the run needs: those given (a glob matched against the dataset names), else an
     # experiment's sweep as hydra.sweeper.params.dataset resets it (a quoted sweep), else those
     # its experiments sweep.
-    composable, datasets, given, experiments, swept_by_key = [], None, False, [], None
+    composable, datasets, given, experiments, swept_by_key, sweeper_keys = [], None, False, [], None, []
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
@@ -116,6 +125,8 @@ def check_overrides(words: list[str]) -> Path | None:
             datasets, given = values, True
         elif group == "hydra.sweeper.params.dataset":
             swept_by_key = _sweeper_datasets(override)
+        if group.startswith("hydra.sweeper.params."):
+            sweeper_keys.append(group.removeprefix("hydra.sweeper.params."))
         if values == []:
             hint = "see `clusterbench list` for the options" if group in GROUPS else "give at least one value"
             raise UserError(f"{override.input_line} selects nothing; {hint}")
@@ -136,14 +147,16 @@ def check_overrides(words: list[str]) -> Path | None:
                     raise UserError(f"{group}=null selects nothing; leave {group} out or delete it: ~{group}")
                 check_option(group, name)
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
-    if swept_by_key is not None and multirun:  # Hydra reads the sweeper's params only under -m
-        if len(experiments) != 1:
-            raise UserError(
-                "hydra.sweeper.params.dataset resets the sweep of one experiment; name one "
-                "(experiment=NAME), or sweep the datasets with -m dataset=a,b"
-            )
-        if not given:  # a dataset= override wins over the sweeper's params, as in Hydra
-            datasets, given = swept_by_key, True
+    if sweeper_keys and len(experiments) != 1:
+        # Without an experiment's sweep to reset, composing the config ends in a traceback.
+        key = sweeper_keys[0]
+        raise UserError(
+            f"hydra.sweeper.params.{key} resets the sweep of one experiment; name one "
+            f"(experiment=NAME), or sweep it with -m {key}=a,b"
+        )
+    # Hydra reads the sweeper's params only under -m, and a dataset= override wins over them.
+    if swept_by_key is not None and multirun and not given:
+        datasets, given = swept_by_key, True
     refused = None
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:

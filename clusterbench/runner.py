@@ -544,9 +544,12 @@ def method_label(method: DictConfig) -> str:
     return method.name if variant == "default" else f"{method.name}[{variant}]"
 
 
-def summary_line(dataset: str, method: str, seed: int, outcome: PointResult) -> str:
-    """``zoo  kmeans  seed=0  init=k-means++ | SC 0.374  NMI 0.833 ... | fit 2.31 s``"""
-    grid = " ".join(f"{k}={v}" for k, v in outcome.params.items())
+def summary_line(
+    dataset: str, method: str, seed: int, outcome: PointResult, given: Mapping | None = None
+) -> str:
+    """``zoo  kmeans  seed=0  init=k-means++ | SC 0.374  NMI 0.833 ... | fit 2.31 s``: the
+    hyperparameters shown are those ``given`` on the command line and the grid point's."""
+    grid = " ".join(f"{k}={v}" for k, v in {**(given or {}), **outcome.params}.items())
     head = f"{dataset}  {method}  seed={seed}" + (f"  {grid}" if grid else "")
     if outcome.status in {"failed", "skipped", "timeout"}:
         return f"{head} | {outcome.status.upper()}: {outcome.error}"

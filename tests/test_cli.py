@@ -62,6 +62,16 @@ def test_run_prints_a_summary_line_and_writes_the_record(tmp_path):
     assert len(record_files(tmp_path)) == 1
 
 
+def test_a_swept_hyperparameter_is_named_on_each_jobs_line(tmp_path):
+    sweep = ("run", "-m", "method=kmeans", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}")
+    result = run_cli(*sweep, "method.estimator.n_init=1,3", "+grids.kmeans.init=[random]")
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("iris")]
+    assert [line.split(" | ")[0] for line in lines] == [
+        f"iris  kmeans  seed=0  n_init={n} init=random" for n in (1, 3)
+    ]
+
+
 @pytest.mark.parametrize(
     ("group", "known"),
     [("dataset", "zoo"), ("method", "kmeans"), ("metrics", "default"), ("profile", "smoke")],
@@ -95,6 +105,7 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
         ("hydra/launcher=nope", ["Could not find 'hydra/launcher/nope'", "known options: basic, joblib"]),
         ("hydra.sweeper.params.dataset=iris,wine", ["quote a sweep", '="iris,wine"', "-m dataset=a,b"]),
         ('hydra.sweeper.params.dataset="iris"', ["resets the sweep of one experiment", "-m dataset=a,b"]),
+        ("hydra.sweeper.params.seed='0,1'", ["seed resets the sweep of one experiment", "-m seed=a,b"]),
     ],
 )
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
@@ -107,6 +118,7 @@ def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragm
     ("words", "fragments"),
     [
         (["seed=0,1"], ["seed=0,1 is a sweep", "run it with -m"]),
+        (["hydra.sweeper.params.seed='0,1'"], ["seed resets the sweep of one experiment", "-m seed=a,b"]),
         (["dataset=glob(zo*)"], ["dataset=glob(zo*) is a sweep", "-m"]),
         (["-m", "seed=range(3,0)"], ["seed=range(3,0) selects nothing", "at least one value"]),
         (["-m", "seed=range(0,2,0)"], ["cannot read seed=range(0,2,0)", "must not be zero"]),

@@ -341,6 +341,10 @@ def test_summary_line_shows_scores_fit_time_and_cache_state():
         line
         == "zoo  kmeans  seed=0  init=random | SC 0.3735  NMI 0.8331  ARI 0.7374  ACC 0.8218 | fit 2.35 s"
     )
+    given = summary_line("zoo", "kmeans", 0, ok, {"tol": "0.1", "init": "k-means++"})
+    assert given.startswith(
+        "zoo  kmeans  seed=0  tol=0.1 init=random | "
+    )  # the grid's init is the one fitted
     cached = PointResult({}, "cached", scores=scores, fit_seconds=1.0)
     assert summary_line("zoo", "kmeans", 1, cached).endswith("fit 1.00 s (cached)")
     failed = PointResult({}, "failed", error="RuntimeError: boom")
