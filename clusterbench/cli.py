@@ -56,12 +56,11 @@ def hydra_job(cfg: DictConfig) -> None:
 
     # Hyperparameters set on the command line (a sweep of method.estimator.tol=1e-3,1e-4, say):
     # each job's line names them beside its grid point, or a sweep's lines read alike.
-    given = {}
+    given = []
     for word in HydraConfig.get().overrides.task:
-        key, _, value = word.lstrip("+").partition("=")
-        name = key.removeprefix("method.estimator.")
-        if name != key and not name.startswith("_"):  # not _target_, which the method's name says
-            given[name] = value
+        key = word.lstrip("+").partition("=")[0]
+        if key.startswith("method.estimator."):
+            given.append(key.removeprefix("method.estimator."))
 
     def report(outcome) -> None:
         tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome, given))

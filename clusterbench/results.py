@@ -84,8 +84,28 @@ def config_hash(identity: Mapping) -> str:
     Numbers are hashed by value, not by type: ``tol=1`` and ``tol=1.0`` name one configuration
     (an estimator keeps whichever a config or command line gave it), so a rerun finds its record.
     """
-    text = json.dumps(_by_value(identity), sort_keys=True, default=str, separators=(",", ":"))
+    return typed_hash(_by_value(identity))
+
+
+def typed_hash(identity: Mapping) -> str:
+    """The hash records were named by until numbers were hashed by value (``tol=1`` and
+    ``tol=1.0`` apart): the name a point's record may still have in a folder written before."""
+    text = json.dumps(identity, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def adopt_typed_record(path: Path, typed_key: str) -> None:
+    """Rename a point's record written under its :func:`typed_hash` (and its labels) to ``path``,
+    its :func:`config_hash` name, so a rerun finds it instead of fitting the point again and
+    leaving two records of it. Nothing happens when ``path`` exists or the names agree."""
+    typed = path.with_name(f"{typed_key}.csv")
+    if typed == path or path.exists() or not typed.exists():
+        return
+    text = typed.read_text()
+    if labels_path(typed).exists():
+        os.replace(labels_path(typed), labels_path(path))
+    atomic_write_text(path, text.replace(f",{typed_key},", f",{path.stem},"))
+    typed.unlink()
 
 
 def _by_value(node):

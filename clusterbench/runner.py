@@ -34,11 +34,13 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import (
+    adopt_typed_record,
     code_version,
     config_hash,
     finished_record,
     mark_failure,
     record_path,
+    typed_hash,
     write_record,
 )
 from clusterbench.validation import check_device, is_int, is_real, resolve_device
@@ -51,7 +53,8 @@ DEVICES_RUN = ("cpu", "cuda")
 class PointResult:
     """What one grid point produced (``status``: ok, failed, skipped, timeout, or cached).
 
-    ``labels`` are the fitted estimator's ``labels_`` (only for a point fitted now, status ok).
+    ``labels`` are the fitted estimator's ``labels_`` (only for a point fitted now, status ok);
+    ``hyperparameters`` all of the estimator's, as its record holds them.
     """
 
     params: dict
@@ -62,6 +65,7 @@ class PointResult:
     path: Path | None = None
     warnings: list[str] = field(default_factory=list)
     labels: np.ndarray | None = None
+    hyperparameters: dict = field(default_factory=dict)
 
 
 def dataset_config(cfg: DictConfig) -> DictConfig:
@@ -155,10 +159,9 @@ def check_point(estimator, method_name: str, data: Dataset) -> None:
         return  # nothing to check it by: fit will tell
     try:
         estimator._validate_params()
-    except Exception as exc:
+    except Exception as exc:  # anything but an invalid value (a bug, a check that needs fit): fit will tell
         if is_invalid_parameter(exc):
             raise HyperparameterError(f"method '{method_name}': {first_line(exc)}") from None
-        raise
 
 
 def check_n_clusters(estimator, data: Dataset) -> None:
@@ -387,11 +390,13 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         key = path.stem
         # The point fitted on the other device counts as done: a sweep moved between a CPU and a
         # GPU machine resumes instead of fitting it twice (its record says where it ran).
+        adopt_typed_record(path, typed_hash({**job, "method": point}))
         found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None
         if found:
             outcomes.append(_cached(params, found[1], found[0]))
+            outcomes[-1].hyperparameters = hyper
             if report:
                 report(outcomes[-1])
             continue
@@ -408,7 +413,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "clusterbench_version": code_version(),
         }
         outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
-        outcome.path = path
+        outcome.path, outcome.hyperparameters = path, hyper
         base["fit_seconds"] = outcome.fit_seconds
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         rows = _rows(base, outcome.scores, cfg.metrics, outcome.status, outcome.error)
@@ -545,11 +550,14 @@ def method_label(method: DictConfig) -> str:
 
 
 def summary_line(
-    dataset: str, method: str, seed: int, outcome: PointResult, given: Mapping | None = None
+    dataset: str, method: str, seed: int, outcome: PointResult, given: Sequence[str] = ()
 ) -> str:
     """``zoo  kmeans  seed=0  init=k-means++ | SC 0.374  NMI 0.833 ... | fit 2.31 s``: the
-    hyperparameters shown are those ``given`` on the command line and the grid point's."""
-    grid = " ".join(f"{k}={v}" for k, v in {**(given or {}), **outcome.params}.items())
+    hyperparameters shown are the grid point's and those named in ``given`` (set on the command
+    line), each with the value fitted (an experiment's tuned value wins over the command line's)."""
+    fitted = outcome.hyperparameters
+    shown = {name: fitted[name] for name in given if name in fitted} | outcome.params
+    grid = " ".join(f"{k}={v}" for k, v in shown.items())
     head = f"{dataset}  {method}  seed={seed}" + (f"  {grid}" if grid else "")
     if outcome.status in {"failed", "skipped", "timeout"}:
         return f"{head} | {outcome.status.upper()}: {outcome.error}"

@@ -117,13 +117,21 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _by_value(params: str) -> tuple:
-    """A sort key of a run's hyperparameters that orders numbers by value (3 before 100)."""
+    """A sort key of a run's hyperparameters by name, the device left out (a sweep may run on two
+    machines): numbers by value (3 before 100, NaN after them), lists element by element, other
+    values by their text."""
     return tuple(
-        (name, 0, value, "")
-        if isinstance(value, int | float) and not isinstance(value, bool)
-        else (name, 1, 0, json.dumps(value))
-        for name, value in sorted(json.loads(params).items())
+        (name, _value_key(value)) for name, value in sorted(json.loads(params).items()) if name != "device"
     )
+
+
+def _value_key(value) -> tuple:
+    # (kind, payload): the kind comes first, so payloads of different types are never compared.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (1, 0.0) if math.isnan(value) else (0, value)
+    if isinstance(value, list):
+        return (2, tuple(map(_value_key, value)))
+    return (3, json.dumps(value, sort_keys=True))
 
 
 def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:

@@ -14,10 +14,18 @@ import sklearn.cluster
 from omegaconf import OmegaConf, open_dict
 
 import clusterbench.metrics
+from clusterbench import runner
 from clusterbench.catalog import locate
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import code_version, finished_record, load_records, read_record
+from clusterbench.results import (
+    code_version,
+    finished_record,
+    labels_path,
+    load_records,
+    read_record,
+    typed_hash,
+)
 from clusterbench.runner import PointResult, fit_timeout, method_label, run_job, summary_line
 from clusterbench.tables import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
@@ -98,6 +106,20 @@ def test_a_number_given_as_int_or_float_is_one_point_and_one_record(tmp_path, km
     assert record_files(tmp_path) == [first.path]
     (other,) = run_job(iris(tmp_path, "+method.estimator.tol=1.5"))
     assert other.status == "ok" and len(record_files(tmp_path)) == 2
+
+
+def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_fits, monkeypatch):
+    # A folder written before numbers were hashed by value: tol=1.0 named apart from tol=1.
+    with monkeypatch.context() as old_code:
+        old_code.setattr(runner, "config_hash", typed_hash)
+        (old,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert old.status == "ok" and labels_path(old.path).exists()
+    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert again.status == "cached" and len(kmeans_fits) == 1 and again.path != old.path
+    assert record_files(tmp_path) == [again.path] and not labels_path(old.path).exists()
+    assert labels_path(again.path).exists()
+    assert set(read_record(again.path)["config_hash"]) == {again.path.stem}
+    assert again.scores == pytest.approx(old.scores)
 
 
 def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path, monkeypatch):
@@ -214,6 +236,27 @@ def test_an_invalid_value_at_the_last_grid_point_stops_the_job_before_its_first_
     with pytest.raises(HyperparameterError, match=culprit):
         run_job(iris(tmp_path, f"method={method}", grid))
     assert fits == [] and record_files(tmp_path) == []
+
+
+class ChecksAfterFit(KMeansLike):
+    """A user's estimator whose _validate_params reads what fit sets: not a value a grid can hold."""
+
+    def _validate_params(self):
+        if self.n_features_in_ < 1:
+            raise ValueError("no features")
+
+    def fit(self, X, y=None):
+        self.n_features_in_ = X.shape[1]
+        self._validate_params()
+        self.labels_ = np.arange(len(X)) % self.n_clusters
+        return self
+
+
+def test_a_check_that_fails_for_another_reason_than_a_value_is_left_to_fit(tmp_path):
+    cfg = iris(
+        tmp_path, "method.estimator._target_=tests.test_runner.ChecksAfterFit", "+grids.kmeans.n_init=[1,2]"
+    )
+    assert [outcome.status for outcome in run_job(cfg)] == ["ok", "ok"]
 
 
 def test_method_max_samples_below_n_skips_the_point(tmp_path, kmeans_fits):
@@ -341,10 +384,9 @@ def test_summary_line_shows_scores_fit_time_and_cache_state():
         line
         == "zoo  kmeans  seed=0  init=random | SC 0.3735  NMI 0.8331  ARI 0.7374  ACC 0.8218 | fit 2.35 s"
     )
-    given = summary_line("zoo", "kmeans", 0, ok, {"tol": "0.1", "init": "k-means++"})
-    assert given.startswith(
-        "zoo  kmeans  seed=0  tol=0.1 init=random | "
-    )  # the grid's init is the one fitted
+    ok.hyperparameters = {"init": "random", "tol": 0.1, "n_init": 10}
+    given = summary_line("zoo", "kmeans", 0, ok, ["tol", "init", "_target_"])
+    assert given.startswith("zoo  kmeans  seed=0  tol=0.1 init=random | ")  # the values fitted
     cached = PointResult({}, "cached", scores=scores, fit_seconds=1.0)
     assert summary_line("zoo", "kmeans", 1, cached).endswith("fit 1.00 s (cached)")
     failed = PointResult({}, "failed", error="RuntimeError: boom")

@@ -106,6 +106,21 @@ def test_of_tied_runs_best_chooses_by_hyperparameter_value_not_by_hash(hashes):
     assert chosen["selected"] == "update_interval=3" and chosen["ours"] == 0.2
 
 
+@pytest.mark.parametrize(
+    ("values", "first"),
+    [
+        ([{"h": [2, 10]}, {"h": [2, 3]}], "h=[2, 3]"),  # lists element by element, not as text
+        ([{"tol": float("nan")}, {"tol": 1.0}, {"tol": 0.5}], "tol=0.5"),  # NaN after the numbers
+        ([{"u": 100, "device": "cpu"}, {"u": 1, "device": "cuda"}], "device=cuda u=1"),  # not the machine
+    ],
+)
+def test_of_tied_runs_the_first_by_value_is_chosen_in_any_input_order(values, first):
+    for order in itertools.permutations(values):
+        records = frame(*[run("zoo", "dec", 0, params, {"sc": 0.37}) for params in order])
+        chosen = select(wide_runs(records), OmegaConf.create({"kind": "best", "by": "sc"}), "sc")
+        assert chosen["selected"] == first
+
+
 def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     # k-means++: mean SC 0.33 over seeds 0 and 1; random: 0.30 — k-means++ wins despite the best single run.
     chosen = select(wide_runs(GRID), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "nmi")
