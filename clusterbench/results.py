@@ -14,6 +14,7 @@ the same configuration).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -96,16 +97,21 @@ def typed_hash(identity: Mapping) -> str:
 
 def adopt_typed_record(path: Path, typed_key: str) -> None:
     """Rename a point's record written under its :func:`typed_hash` (and its labels) to ``path``,
-    its :func:`config_hash` name, so a rerun finds it instead of fitting the point again and
-    leaving two records of it. Nothing happens when ``path`` exists or the names agree."""
+    its :func:`config_hash` name, so a rerun finds it instead of fitting the point again. Where
+    both exist (a kill between the steps below, a point refitted under the new name), the typed
+    one is removed: a point has one record. Safe to repeat, and beside a sweep doing the same."""
     typed = path.with_name(f"{typed_key}.csv")
-    if typed == path or path.exists() or not typed.exists():
+    if typed == path or not typed.exists():
         return
-    text = typed.read_text()
-    if labels_path(typed).exists():
-        os.replace(labels_path(typed), labels_path(path))
-    atomic_write_text(path, text.replace(f",{typed_key},", f",{path.stem},"))
-    typed.unlink()
+    typed_labels = labels_path(typed)
+    with contextlib.suppress(FileNotFoundError):  # a concurrent sweep adopted it first
+        if not path.exists():
+            # Labels first, as write_record writes them: a kill between leaves no second record.
+            if typed_labels.exists():
+                os.replace(typed_labels, labels_path(path))
+            atomic_write_text(path, typed.read_text().replace(f",{typed_key},", f",{path.stem},"))
+    typed_labels.unlink(missing_ok=True)
+    typed.unlink(missing_ok=True)
 
 
 def _by_value(node):

@@ -390,7 +390,8 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         key = path.stem
         # The point fitted on the other device counts as done: a sweep moved between a CPU and a
         # GPU machine resumes instead of fitting it twice (its record says where it ran).
-        adopt_typed_record(path, typed_hash({**job, "method": point}))
+        for each in (point, *_on_other_device(point)):
+            adopt_typed_record(record_of(each), typed_hash({**job, "method": each}))
         found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None

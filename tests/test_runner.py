@@ -122,6 +122,32 @@ def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_
     assert again.scores == pytest.approx(old.scores)
 
 
+def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fits, monkeypatch):
+    # A folder rerun by code that hashed by value before it renamed typed records: two records.
+    with monkeypatch.context() as old_code:
+        old_code.setattr(runner, "config_hash", typed_hash)
+        (old,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    with monkeypatch.context() as no_renames:
+        no_renames.setattr(runner, "adopt_typed_record", lambda path, key: None)
+        (refit,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert len(record_files(tmp_path)) == 2 and len(kmeans_fits) == 2
+    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert again.status == "cached" and len(kmeans_fits) == 2
+    assert record_files(tmp_path) == [refit.path] and not labels_path(old.path).exists()
+    assert labels_path(refit.path).exists()
+
+
+def test_a_typed_record_from_the_other_device_is_renamed_and_reused(tmp_path, monkeypatch):
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    on = ["method.estimator._target_=tests.test_runner.OnDevice", "method.estimator.max_iter=300.0"]
+    with monkeypatch.context() as old_code:
+        old_code.setattr(runner, "config_hash", typed_hash)
+        (cpu,) = run_job(iris(tmp_path, *on, "+method.estimator.device=cpu"))
+    (cuda,) = run_job(iris(tmp_path, *on, "+method.estimator.device=cuda"))
+    assert cuda.status == "cached" and OnDevice.fits == 1
+    assert record_files(tmp_path) == [cuda.path] and cuda.path != cpu.path
+
+
 def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path, monkeypatch):
     monkeypatch.setattr(Exploding, "fits", 0)
     cfg = iris(tmp_path, "method.estimator._target_=tests.helpers.Exploding")
