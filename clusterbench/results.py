@@ -14,7 +14,6 @@ the same configuration).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
@@ -96,22 +95,32 @@ def typed_hash(identity: Mapping) -> str:
 
 
 def adopt_typed_record(path: Path, typed_key: str) -> None:
-    """Rename a point's record written under its :func:`typed_hash` (and its labels) to ``path``,
-    its :func:`config_hash` name, so a rerun finds it instead of fitting the point again. Where
-    both exist (a kill between the steps below, a point refitted under the new name), the typed
-    one is removed: a point has one record. Safe to repeat, and beside a sweep doing the same."""
+    """Give a point's record written under its :func:`typed_hash` its :func:`config_hash` name
+    ``path``, so a rerun finds it instead of fitting the point again.
+
+    Where both names hold a record (a point refitted by code that hashed by value but did not
+    rename), one is kept: the typed one only if it succeeded and the other did not. The typed
+    record takes the new name in one rename, its labels copied before it: at every moment there
+    is one record, with its labels. Repeating it, or two sweeps doing it at once, is safe.
+    """
     typed = path.with_name(f"{typed_key}.csv")
-    if typed == path or not typed.exists():
+    if typed == path:
         return
     typed_labels = labels_path(typed)
-    with contextlib.suppress(FileNotFoundError):  # a concurrent sweep adopted it first
-        if not path.exists():
-            # Labels first, as write_record writes them: a kill between leaves no second record.
+    try:
+        if typed.exists() and (not path.exists() or (_succeeded(typed) and not _succeeded(path))):
             if typed_labels.exists():
-                os.replace(typed_labels, labels_path(path))
-            atomic_write_text(path, typed.read_text().replace(f",{typed_key},", f",{path.stem},"))
-    typed_labels.unlink(missing_ok=True)
-    typed.unlink(missing_ok=True)
+                atomic_write_bytes(labels_path(path), typed_labels.read_bytes())
+            atomic_write_text(typed, typed.read_text().replace(f",{typed_key},", f",{path.stem},"))
+            os.replace(typed, path)
+        typed.unlink(missing_ok=True)  # the point's record is the other one
+        typed_labels.unlink(missing_ok=True)
+    except FileNotFoundError:  # another sweep adopted it meanwhile
+        return
+
+
+def _succeeded(record: Path) -> bool:
+    return bool((read_record(record)["status"] == "ok").all())
 
 
 def _by_value(node):

@@ -9,16 +9,19 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from clusterbench import __version__, results
 from clusterbench.results import (
     COLUMNS,
+    adopt_typed_record,
     code_version,
     config_hash,
     finished_record,
     load_records,
+    read_labels,
     read_record,
     record_path,
     write_record,
@@ -116,6 +119,46 @@ def test_a_hash_that_looks_like_a_number_is_read_as_its_text(tmp_path, key):
     frame = read_record(path)
     assert list(frame["config_hash"]) == [key, key]
     assert frame["dataset"].iloc[0] == "1" and frame["variant"].iloc[0] == "2"
+
+
+def typed_and_new(folder, typed_status: str, new_status: str | None):
+    """A point's record under its former hash (with labels when ok) and, optionally, under its new one."""
+    typed, new = (record_path(folder, "smoke", "adhoc", "zoo", "kmeans", key) for key in ("t1", "n1"))
+    write_record(typed, [{**r, "config_hash": "t1"} for r in rows(status=typed_status)], labels=np.arange(3))
+    if new_status:
+        write_record(new, [{**r, "config_hash": "n1"} for r in rows(status=new_status, seed=5)])
+    return typed, new
+
+
+@pytest.mark.parametrize("new_status", [None, "failed", "timeout"])
+def test_a_typed_record_that_succeeded_takes_the_new_name_with_its_labels(tmp_path, new_status):
+    _, new = typed_and_new(tmp_path, "ok", new_status)
+    adopt_typed_record(new, "t1")
+    assert sorted(p.name for p in new.parent.iterdir()) == ["n1.csv", "n1.labels.npy"]
+    frame = read_record(new)
+    assert (
+        set(frame["config_hash"]) == {"n1"} and set(frame["status"]) == {"ok"} and set(frame["seed"]) == {0}
+    )
+    assert list(read_labels(new)) == [0, 1, 2]
+    adopt_typed_record(new, "t1")  # again: nothing to do
+    assert sorted(p.name for p in new.parent.iterdir()) == ["n1.csv", "n1.labels.npy"]
+
+
+@pytest.mark.parametrize(
+    ("typed_status", "new_status"), [("ok", "ok"), ("failed", "timeout"), ("failed", "ok")]
+)
+def test_where_the_new_name_holds_the_points_record_the_typed_one_goes(tmp_path, typed_status, new_status):
+    _, new = typed_and_new(tmp_path, typed_status, new_status)
+    adopt_typed_record(new, "t1")
+    assert [p.name for p in new.parent.iterdir()] == ["n1.csv"]
+    assert set(read_record(new)["seed"]) == {5}
+
+
+def test_labels_a_killed_rename_left_behind_are_removed(tmp_path):
+    typed, new = typed_and_new(tmp_path, "ok", None)
+    os.replace(typed, new)  # killed after the rename, before the typed labels went
+    adopt_typed_record(new, "t1")
+    assert [p.name for p in new.parent.iterdir()] == ["n1.csv"]
 
 
 def test_config_hash_is_stable_and_independent_of_key_order():
