@@ -388,10 +388,12 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}
         path = record_of(point)
         key = path.stem
-        # The point fitted on the other device counts as done: a sweep moved between a CPU and a
-        # GPU machine resumes instead of fitting it twice (its record says where it ran).
+        # A record of the point (or its twin) written under the former, type-sensitive hash takes
+        # its new name first, so the lookup below finds it.
         for each in (point, *_on_other_device(point)):
             adopt_typed_record(record_of(each), typed_hash({**job, "method": each}))
+        # The point fitted on the other device counts as done: a sweep moved between a CPU and a
+        # GPU machine resumes instead of fitting it twice (its record says where it ran).
         found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None

@@ -111,12 +111,14 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
     runs = _without_device_twins(runs.reset_index())
     what = ["experiment", "dataset", "method", "variant", "params", "seed"]
-    keys = [(*names, _by_value(params), seed) for *names, params, seed in runs[what].itertuples(index=False)]
+    keys = [
+        (*names, _params_order(params), seed) for *names, params, seed in runs[what].itertuples(index=False)
+    ]
     order = sorted(range(len(runs)), key=keys.__getitem__)
     return runs.iloc[order].reset_index(drop=True)
 
 
-def _by_value(params: str) -> tuple:
+def _params_order(params: str) -> tuple:
     """A sort key of a run's hyperparameters by name, the device left out (a sweep may run on two
     machines): numbers by value (3 before 100, NaN after them), lists element by element, other
     values by their text."""
