@@ -378,7 +378,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     outcomes = []
     grid = method_grid(cfg)
     # Every point is checked before the first fit: a value that one point of a long sweep holds
-    # stops it before hours of fitting, not after.
+    # stops it before hours of fitting, not after. The loop builds each estimator again (cheap)
+    # rather than keeping these: a list would hold every fitted one, and its attributes (spectral's
+    # n x n affinity matrix), until the job ends.
     for params in grid:
         check_point(build_estimator(method, params, data, seed, cfg.device), method.name, data)
     for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):

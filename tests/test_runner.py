@@ -108,11 +108,16 @@ def test_a_number_given_as_int_or_float_is_one_point_and_one_record(tmp_path, km
     assert other.status == "ok" and len(record_files(tmp_path)) == 2
 
 
-def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_fits, monkeypatch):
-    # A folder written before numbers were hashed by value: tol=1.0 named apart from tol=1.
+def run_with_typed_hashes(monkeypatch, cfg) -> list[PointResult]:
+    """Run a job as the code before numbers were hashed by value did: its records get typed names."""
     with monkeypatch.context() as old_code:
         old_code.setattr(runner, "config_hash", typed_hash)
-        (old,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+        return run_job(cfg)
+
+
+def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_fits, monkeypatch):
+    # A folder written before numbers were hashed by value: tol=1.0 named apart from tol=1.
+    (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
     assert old.status == "ok" and labels_path(old.path).exists()
     (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
     assert again.status == "cached" and len(kmeans_fits) == 1 and again.path != old.path
@@ -124,9 +129,7 @@ def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_
 
 def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fits, monkeypatch):
     # A folder rerun by code that hashed by value before it renamed typed records: two records.
-    with monkeypatch.context() as old_code:
-        old_code.setattr(runner, "config_hash", typed_hash)
-        (old,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
     with monkeypatch.context() as no_renames:
         no_renames.setattr(runner, "adopt_typed_record", lambda path, key: None)
         (refit,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
@@ -140,9 +143,7 @@ def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fi
 def test_a_typed_record_from_the_other_device_is_renamed_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(OnDevice, "fits", 0)
     on = ["method.estimator._target_=tests.test_runner.OnDevice", "method.estimator.max_iter=300.0"]
-    with monkeypatch.context() as old_code:
-        old_code.setattr(runner, "config_hash", typed_hash)
-        (cpu,) = run_job(iris(tmp_path, *on, "+method.estimator.device=cpu"))
+    (cpu,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, *on, "+method.estimator.device=cpu"))
     (cuda,) = run_job(iris(tmp_path, *on, "+method.estimator.device=cuda"))
     assert cuda.status == "cached" and OnDevice.fits == 1
     assert record_files(tmp_path) == [cuda.path] and cuda.path != cpu.path
