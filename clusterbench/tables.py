@@ -45,6 +45,11 @@ k-means-C′ with C′ = 1 beside C′ = 2 from one sweep).
 ``ratio_to: {metric: column}`` reports that metric relative to the named column on the same
 dataset (the Khatri-Rao paper's inertia and parameter ratios to k-means with h1·h2 centroids).
 ``extends: <table>`` takes that table's spec and changes only the keys given (e.g. its seeds).
+``gain: {reference: column, columns: [...]}`` prints the reference column's relative gain
+(a − b)/b as ▲/▼ on the listed columns (default: all others), and ``win_loss: [column, ...]`` adds a
+W/L row per listed column. The paper side prints the gains and W/L the paper prints where the
+spec gives them (``paper_gain: {metric: {dataset: {column: percent}}}``, ``paper_win_loss:
+{metric: {column: {other column: "w/l"}}}``), and computes them from its cells otherwise.
 ``paper_from: <table>`` takes the paper's values from that table's spec, only those of this
 table's metrics, rows and columns (a table that re-reads some of another's cells under another
 protocol); ``paper`` entries of its own are merged over them.
@@ -441,6 +446,22 @@ def relative_gain(a: float, b: float) -> float:
     return (a - b) / abs(b) * 100.0 if b and not (math.isnan(a) or math.isnan(b)) else math.nan
 
 
+def cell_gain(spec, side: str, values: pd.Series, dataset: str, metric: str, column: str) -> float:
+    """The ▲/▼ gain a cell prints: on a ``gain.columns`` column (default: all but the reference),
+    the reference's gain over it. Ours from our unrounded values; the paper's as it prints it
+    (``paper_gain``) where the spec gives that, since recomputing it from rounded cells can be a
+    point off."""
+    reference = OmegaConf.select(spec, "gain.reference")
+    if reference is None or column == reference:
+        return math.nan
+    if column not in (OmegaConf.select(spec, "gain.columns") or spec.columns):
+        return math.nan
+    if side == "paper" and spec.get("paper_gain") is not None:
+        printed = OmegaConf.select(spec, f"paper_gain.{metric}.{dataset}.{column}")
+        return math.nan if printed is None else float(printed)
+    return relative_gain(values[reference], values[column])
+
+
 def per_metric(spec, key: str, metric: str, default):
     """A display setting given for all metrics (``digits: 3``) or per metric (``digits: {sc: 3}``)."""
     value = spec.get(key, default)
@@ -508,7 +529,6 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
     Protocol ``mean_best`` prints each cell as "mean / best", ``best_of`` as "mean ± std [P reach]";
     bold marks the best mean.
     """
-    reference = OmegaConf.select(spec, "gain.reference")
     multi_metric = len(spec.metrics) > 1
     lines = []
     for (dataset, metric), group in cells.groupby(["dataset", "metric"], sort=False):
@@ -521,12 +541,11 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
             values = cell[side]
             best = round(_best(values, per_metric(spec, "better", metric, "max")), digits)
             for column in spec.columns:
-                gain = relative_gain(values[reference], values[column]) if reference else math.nan
                 std = cell.loc[column, "ours_std"] if side == "ours" else math.nan
                 text = _format(
                     values[column],
                     digits,
-                    math.nan if column == reference else gain,
+                    cell_gain(spec, side, values, dataset, metric, column),
                     round(values[column], digits) == best,
                     latex,
                     std,
@@ -571,7 +590,13 @@ def _best(values: pd.Series, better: str) -> float:
 
 
 def _wl_rows(spec, cells: pd.DataFrame) -> dict:
+    """Ours and the paper's W/L rows; the paper's as it prints them (``paper_win_loss``) where the
+    spec gives them, which need not follow from its printed cells."""
     ours, paper = win_loss(spec, cells, "ours"), win_loss(spec, cells, "paper")
+    for reference, metric in paper:
+        printed = OmegaConf.select(spec, f"paper_win_loss.{metric}.{reference}")
+        if printed is not None:
+            paper[(reference, metric)] = {column: str(text) for column, text in printed.items()}
     return {key: {"ours": ours[key], "paper": paper[key]} for key in ours}
 
 

@@ -17,7 +17,7 @@ from sklearn.preprocessing import StandardScaler
 import clusterbench.methods.dec as dec_module
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import DEC
-from clusterbench.methods.dec import kl_divergence, log_soft_assignment, soft_assignment, target_distribution
+from clusterbench.methods.dec import kl_divergence, log_soft_assignment, target_distribution
 from tests.helpers import compose_config
 
 # CLAM Table 7: the update_interval values swept for DCEC/DEC/DEC^r.
@@ -42,6 +42,10 @@ CENTERS = torch.tensor([[0.0, 0.0], [2.0, 0.0]], dtype=torch.float64)
 Q = np.array([[5 / 6, 1 / 6], [1 / 2, 1 / 2]])
 # eq. 3: f = (4/3, 2/3); q^2/f = (25/48, 2/48) and (3/16, 6/16), normalized per row.
 P = np.array([[25 / 27, 2 / 27], [1 / 3, 2 / 3]])
+
+
+def soft_assignment(x, centers, alpha):
+    return log_soft_assignment(x, centers, alpha).exp()
 
 
 def test_soft_assignment_is_the_student_t_kernel_of_eq_1():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -238,6 +239,69 @@ def test_win_loss_compares_printed_values_and_ignores_ties():
     )
     rows = win_loss(spec(rows={"zoo": "Zoo", "ecoli": "Ecoli", "yale": "Yale"}), cells, "ours")
     assert rows[("clam", "sc")] == {"kmeans": "1/1"}
+
+
+def test_paper_side_prints_the_papers_own_gains_and_win_loss_and_gain_columns_limit_the_arrows(tmp_path):
+    records = frame(
+        run("zoo", "kmeans", 0, {}, {"sc": 0.374}),
+        run("zoo", "clam", 0, {}, {"sc": 0.412}),
+        run("zoo", "clam_eq8", 0, {}, {"sc": 0.382}),
+    )
+    columns = {
+        "kmeans": {"label": "k-means", "method": "kmeans"},
+        "clam": {"label": "CLAM", "method": "clam"},
+        "clam_eq8": {"label": "w/ (8)", "method": "clam_eq8"},
+    }
+    table = spec(
+        rows={"zoo": "Zoo"},
+        columns=columns,
+        gain={"reference": "clam", "columns": ["kmeans"]},
+        paper={"sc": {"zoo": {"kmeans": 0.374, "clam": 0.412, "clam_eq8": 0.382}}},
+        paper_gain={"sc": {"zoo": {"kmeans": 9}}},  # not (0.412 - 0.374)/0.374 = 10%: printed as given
+        paper_win_loss={"sc": {"clam": {"kmeans": "10/0", "clam_eq8": "7/3"}}},
+    )
+    lines = write_table(table, records, tmp_path, "smoke").markdown.splitlines()
+    zoo = next(line for line in lines if line.startswith("| Zoo")).split("|")[2:-1]
+    assert [cell.strip() for cell in zoo] == [
+        "0.374 ▲10%",
+        "0.374 ▲9%",
+        "**0.412**",
+        "**0.412**",
+        "0.382",
+        "0.382",
+    ]
+    wl = next(line for line in lines if line.startswith("| CLAM W/L")).split("|")[2:-1]
+    assert [cell.strip() for cell in wl] == ["1/0", "10/0", "—", "—", "1/0", "7/3"]
+    computed = write_table(spec(), records, tmp_path, "smoke").markdown.splitlines()  # no paper_gain
+    zoo = next(line for line in computed if line.startswith("| Zoo")).split("|")[2:4]
+    assert [cell.strip() for cell in zoo] == ["0.374 ▲10%", "0.374 ▲10%"]
+
+
+def test_committed_clam_table1_paper_side_is_the_papers_table_1():
+    """Every value, gain and W/L cell of the spec's paper side against Table 1 in the paper's text."""
+    text_path = REPO.parent / "shared" / "papers" / "clam.txt"
+    if not text_path.exists():
+        pytest.skip("the papers are not beside the repository")
+    lines = text_path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Dataset\tk -means\tSpectral"))
+    table = OmegaConf.load(REPO / "conf" / "table" / "clam_table1.yaml")
+    names = {label: key for key, label in table.rows.items()}
+    order = list(table.columns)
+    for line in lines[start + 1 : start + 11]:
+        name, *cells = line.split("\t")
+        dataset = names[name]
+        for column, cell in zip(order, cells, strict=True):
+            value = re.match(r"[\d.]+", cell)
+            assert table.paper.sc[dataset][column] == (float(value.group()) if value else None), (
+                dataset,
+                column,
+            )
+            arrow = re.search(r"\\blacktriangle(down)?\^\{(\d+)\\%\}", cell)
+            printed = (-1 if arrow.group(1) else 1) * int(arrow.group(2)) if arrow else None
+            assert table.paper_gain.sc[dataset].get(column) == printed, (dataset, column)
+    for line, reference in zip(lines[start + 11 : start + 13], ["clam", "clam_eq8"], strict=True):
+        printed = dict(zip(order, line.split("\t")[1:], strict=True))
+        assert dict(table.paper_win_loss.sc[reference]) == {c: v for c, v in printed.items() if v != "—"}
 
 
 def test_two_method_configs_with_one_config_hash_stay_two_runs():

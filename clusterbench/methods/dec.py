@@ -84,17 +84,14 @@ def kmeans_seeding(X: np.ndarray, k: int, n_init: int, seed: int) -> np.ndarray:
     return _SEEDINGS[key]
 
 
-def soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
-    """Q: Student-t soft assignment of points ``x`` (n, d) to ``centers`` (k, d) (eq. 1, Xie et al.).
+def log_soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    """log Q: the log of the Student-t soft assignment of points ``x`` (n, d) to ``centers`` (k, d)
+    (eq. 1, Xie et al.).
 
     q_ij = (1 + ‖z_i − μ_j‖²/α)^(−(α+1)/2) / Σ_j' (1 + ‖z_i − μ_j'‖²/α)^(−(α+1)/2).
-    Computed as a softmax of the log-kernels, so far-away points cannot underflow to 0/0.
+    Computed as a log-softmax of the log-kernels, so far-away points cannot underflow to 0/0 and
+    log q stays finite where q underflows; Q itself is its ``exp()``.
     """
-    return torch.softmax(_log_kernel(x, centers, alpha), dim=1)
-
-
-def log_soft_assignment(x: torch.Tensor, centers: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
-    """log Q of :func:`soft_assignment`, by log-softmax (finite even where q underflows)."""
     return torch.log_softmax(_log_kernel(x, centers, alpha), dim=1)
 
 
