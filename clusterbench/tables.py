@@ -59,7 +59,9 @@ protocol); ``paper`` entries of its own are merged over them.
 
 Every protocol chooses among the runs that finished (status ok); a cell whose value was chosen
 without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV
-(``n_ok`` of ``n_runs``), so a partial grid or seed set never passes for a full one.
+(``n_ok`` of ``n_runs``), so a partial grid or seed set never passes for a full one. A ``best``
+cell whose selected run found fewer clusters than it asked for is marked ‡ (``n_found`` of
+``n_clusters`` in the CSV), so a near-degenerate labeling never passes for a k-cluster one.
 """
 
 from __future__ import annotations
@@ -91,6 +93,10 @@ PARTIAL_NOTE = (
     " (n_ok of n_runs in the .csv)."
 )
 PARTIAL_NOTE_LATEX = PARTIAL_NOTE.replace("_", r"\_")
+# Marks a cell whose selected run's labeling has fewer clusters than it asked for.
+FEWER_MARK = "‡"
+FEWER_NOTE = "the selected run's labeling has fewer clusters than asked (n_found of n_clusters in the .csv)."
+FEWER_NOTE_LATEX = FEWER_NOTE.replace("_", r"\_")
 
 
 @dataclass
@@ -246,7 +252,7 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
         return _best_of(_best_first(valid, by, ascending), protocol, metric, paper, better)
     best = _best_first(valid, by, ascending).iloc[0]
     if kind == "best":
-        return {"ours": best[metric], "selected": _grid_point(best["params"], grid)}
+        return {"ours": best[metric], "selected": _grid_point(best["params"], grid)} | _clusters(best)
     if kind == "mean_std":
         return {"ours": valid[metric].mean(), "ours_std": _spread(valid[metric])}
     if kind == "mean_best":
@@ -259,6 +265,13 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
     chosen = groups.get_group(means.index[0])
     selected = _grid_point(chosen["params"].iloc[0], grid)
     return {"ours": chosen[metric].mean(), "ours_std": _spread(chosen[metric]), "selected": selected}
+
+
+def _clusters(run: pd.Series) -> dict:
+    """The clusters a selected run found and asked for, where its record says (metric n_found)."""
+    asked = json.loads(run["params"]).get("n_clusters")
+    found = run.get("n_found", math.nan)
+    return {"n_found": found, "n_clusters": asked} if is_int(asked) and not pd.isna(found) else {}
 
 
 def _spread(values: pd.Series) -> float:
@@ -390,6 +403,8 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                         "n_runs": len(cell_runs),
                         "n_ok": int((cell_runs["status"] == "ok").sum()),
                         "selected_params": chosen.get("selected", ""),
+                        "n_found": chosen.get("n_found", math.nan),
+                        "n_clusters": chosen.get("n_clusters", math.nan),
                     }
                     | ({"reach": chosen.get("reach", math.nan)} if kind == "best_of" else {})
                 )
@@ -505,6 +520,7 @@ def _format(
     std: float = math.nan,
     best: float = math.nan,
     partial: bool = False,
+    fewer: bool = False,
 ) -> str:
     if math.isnan(value):
         return ""
@@ -517,6 +533,8 @@ def _format(
         text = f"\\textbf{{{text}}}" if latex else f"**{text}**"
     if partial:
         text += "$^\\dagger$" if latex else PARTIAL_MARK
+    if fewer:
+        text += "$^\\ddagger$" if latex else FEWER_MARK
     if not math.isnan(gain):
         arrows = ("$\\blacktriangle$", "$\\blacktriangledown$", "\\%") if latex else ("▲", "▼", "%")
         text += f" {arrows[0] if gain >= 0 else arrows[1]}{abs(gain):.0f}{arrows[2]}"
@@ -551,6 +569,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
                     std,
                     cell.loc[column, f"{side}_best"],
                     side == "ours" and is_partial(cell.loc[column]),
+                    side == "ours" and found_fewer(cell.loc[column]),
                 )
                 reach = cell.loc[column, "reach"] if side == "ours" and "reach" in cell else math.nan
                 if text and not math.isnan(reach):
@@ -581,6 +600,11 @@ def is_partial(cell: pd.Series) -> bool:
     """Whether a cell with a value was chosen from only some of its runs: the others failed,
     timed out or were skipped, so a fuller run might change it."""
     return cell["status"] == "ok" and not math.isnan(cell["ours"]) and cell["n_ok"] < cell["n_runs"]
+
+
+def found_fewer(cell: pd.Series) -> bool:
+    """Whether a cell's selected run found fewer clusters than it asked for."""
+    return bool(cell.get("n_found", math.nan) < cell.get("n_clusters", math.nan))
 
 
 def _best(values: pd.Series, better: str) -> float:
@@ -658,11 +682,16 @@ def write_table(
     title = spec.get("title", spec.name)
     header = f"### {title}\n\nProfile `{profile}`; records of {sources}. {spec.get('note', '')}"
     partial = cells.apply(is_partial, axis=1).any()
+    fewer = cells.apply(found_fewer, axis=1).any()
+    caption = title
     if partial:
         header += f" {PARTIAL_MARK}: {PARTIAL_NOTE}"
+        caption += f". $^\\dagger$: {PARTIAL_NOTE_LATEX}"
+    if fewer:
+        header += f" {FEWER_MARK}: {FEWER_NOTE}"
+        caption += f"{'' if partial else '.'} $^\\ddagger$: {FEWER_NOTE_LATEX}"
     header += "\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
-    caption = f"{title}. $^\\dagger$: {PARTIAL_NOTE_LATEX}" if partial else title
     latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=caption)
     table_csv = cells.to_csv(index=False, float_format=lambda v: f"{v:.6g}" if np.isfinite(v) else "")
     paths = [out / f"{spec.name}.md", out / f"{spec.name}.tex", out / f"{spec.name}.csv"]

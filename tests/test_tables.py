@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from clusterbench.results import COLUMNS, load_records, write_record
 from clusterbench.tables import (
+    FEWER_MARK,
     PARTIAL_MARK,
     best_of_weights,
     build_table,
@@ -362,6 +363,25 @@ def test_a_cell_chosen_without_some_of_its_runs_is_marked_and_counted(tmp_path):
         "$^\\dagger$" in latex and "\\caption{Toy. $^\\dagger$: chosen from the runs that finished" in latex
     )
     assert "n\\_ok of n\\_runs" in latex  # escaped for LaTeX
+
+
+def test_a_cell_whose_selected_labeling_found_fewer_clusters_is_marked_and_counted(tmp_path):
+    records = frame(
+        run("zoo", "kmeans", 0, {"n_clusters": 7}, {"sc": 0.37, "n_found": 7}),
+        run("zoo", "clam", 0, {"n_clusters": 7, "beta": 1}, {"sc": 0.41, "n_found": 5}),
+        run("zoo", "clam", 0, {"n_clusters": 7, "beta": 2}, {"sc": 0.40, "n_found": 7}),
+    )
+    outputs = write_table(spec(), records, tmp_path, "smoke")
+    cells = outputs.cells.set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "clam"), ["n_found", "n_clusters"]].tolist() == [5, 7]  # the best-SC run's
+    assert cells.loc[("zoo", "kmeans"), ["n_found", "n_clusters"]].tolist() == [7, 7]
+    zoo = next(line for line in outputs.markdown.splitlines() if line.startswith("| Zoo")).split("|")[2:-1]
+    assert [cell.strip() for cell in zoo][::2] == ["0.370 ▲11%", "**0.410**‡"]
+    assert f"{FEWER_MARK}: the selected run's labeling has fewer clusters than asked" in outputs.markdown
+    assert "$^\\ddagger$" in (tmp_path / "toy.tex").read_text()
+    without_five = records[~records["params"].str.contains('"beta": 1,')]
+    plain = write_table(spec(), without_five, tmp_path, "x")
+    assert FEWER_MARK not in plain.markdown
 
 
 def test_clam_table1_from_real_records(tmp_path):
