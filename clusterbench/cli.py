@@ -7,6 +7,7 @@ word and hands ``run``'s remaining words to the Hydra app.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import re
 import shutil
@@ -363,7 +364,10 @@ def command_table(words: list[str]) -> int:
         print(outputs.markdown)
         print(f"\nwrote {', '.join(str(p) for p in outputs.paths)}\n")
     if args.all and not built:
-        print(f"no records under {args.results_dir}/runs/{args.profile}; run an experiment first")
+        raise UserError(
+            f"no records under {args.results_dir}/runs/{args.profile}; run an experiment first, or name "
+            "the folder and profile that hold them (--results-dir, --profile)"
+        )
     return 0
 
 
@@ -387,7 +391,7 @@ def command_list(words: list[str]) -> int:
         else:
             cached = "-"
             origin = f"sklearn {source.loader}" if target == "sklearn_bundled" else f"generator {target}"
-        print(f"  {name:<20} {n:>7} {d:>6} {spec.n_clusters:>4}  {cached:<6}  {origin}")
+        print(f"  {name:<20} {n:>7} {d:>6} {spec.get('n_clusters', '?'):>4}  {cached:<6}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")
     return 0
@@ -395,7 +399,7 @@ def command_list(words: list[str]) -> int:
 
 def command_data(words: list[str]) -> int:
     from clusterbench.data import cache_dir
-    from clusterbench.data.sources import cached, import_only, read_npz, reads_cache
+    from clusterbench.data.sources import cached, import_only, reads_cache
 
     parser = argparse.ArgumentParser(prog="clusterbench data")
     sub = parser.add_subparsers(dest="action", required=True)
@@ -410,16 +414,7 @@ def command_data(words: list[str]) -> int:
     elif args.action == "verify":
         return verify_cache(cache)
     elif args.action == "import":
-        files = sorted(args.folder.glob("*.npz"))
-        if not files:
-            raise UserError(f"no .npz files in {args.folder}; each file holds arrays X (n, d) and y (n,)")
-        for file in files:
-            read_npz(file)  # refuse files without X and y before copying anything
-        cache.mkdir(parents=True, exist_ok=True)
-        for file in files:
-            if file.resolve() != (cache / file.name).resolve():
-                shutil.copyfile(file, cache / file.name)
-        print(f"imported {len(files)} file(s) into {cache}")
+        import_folder(args.folder, cache)
     else:
         source = load_option("dataset", args.name).source
         if not reads_cache(source) or import_only(source):
@@ -428,6 +423,47 @@ def command_data(words: list[str]) -> int:
         data = cached(**arguments, refresh=True)
         print(f"wrote {cache / (source.name + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
     return 0
+
+
+def import_folder(folder: Path, cache: Path) -> None:
+    """Copy the folder's ``<name>.npz`` files into the cache, and its ``MANIFEST.csv`` rows into the
+    cache's (those of the same name replaced), so that ``data verify`` checks their SHA-256."""
+    import pandas as pd
+
+    from clusterbench.data.sources import read_npz
+    from clusterbench.results import atomic_write_text
+
+    if not folder.is_dir():
+        raise UserError(f"no folder {folder}; name a folder of <name>.npz files (arrays X (n, d) and y (n,))")
+    files = sorted(folder.glob("*.npz"))
+    if not files:
+        raise UserError(f"no .npz files in {folder}; each file holds arrays X (n, d) and y (n,)")
+    for file in files:
+        read_npz(file)  # refuse files without X and y before copying anything
+    manifest, rows = folder / "MANIFEST.csv", None
+    if manifest.exists() and manifest.resolve() != (cache / manifest.name).resolve():
+        rows = pd.read_csv(manifest)
+        if not {"name", "sha256_of_npz"} <= set(rows.columns):
+            raise UserError(
+                f"{manifest} needs columns name and sha256_of_npz (or remove it to import without)"
+            )
+    cache.mkdir(parents=True, exist_ok=True)
+    copied = [file for file in files if file.resolve() != (cache / file.name).resolve()]
+    replaced = [
+        file.name
+        for file in copied
+        if (cache / file.name).exists() and not filecmp.cmp(file, cache / file.name, shallow=False)
+    ]
+    for file in copied:
+        shutil.copyfile(file, cache / file.name)
+    if rows is not None:
+        if (cache / manifest.name).exists():
+            rows = pd.concat([pd.read_csv(cache / manifest.name), rows]).drop_duplicates("name", keep="last")
+        atomic_write_text(cache / manifest.name, rows.to_csv(index=False))
+    print(
+        f"imported {len(files)} file(s) into {cache}"
+        + (f" (replaced different files of the same name: {', '.join(replaced)})" if replaced else "")
+    )
 
 
 def verify_cache(cache: Path) -> int:
@@ -459,7 +495,9 @@ def verify_cache(cache: Path) -> int:
             continue
         found = [list(raw.X.shape), len(np.unique(raw.y))]
         # n_classes: where n_clusters is a choice rather than the number of labels (kdd_protein)
-        expected = [list(spec.get("shape") or found[0]), spec.get("n_classes", spec.n_clusters)]
+        expected = [list(spec.get("shape") or found[0]), spec.get("n_classes", spec.get("n_clusters"))]
+        if expected[1] is None:
+            expected[1] = found[1]  # the config says nothing to check the labels against
         issues = [] if found == expected else [f"X {found[0]}, labels {found[1]}"]
         if manifest is not None and spec.source.name in manifest.index:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()

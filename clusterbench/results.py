@@ -48,6 +48,8 @@ COLUMNS = [
     "fit_seconds",
     "device",
     "config_hash",
+    "fit_hash",
+    "data_digest",
     "clusterbench_version",
     "timestamp",
 ]
@@ -117,6 +119,42 @@ def adopt_typed_record(path: Path, typed_key: str) -> None:
         typed_labels.unlink(missing_ok=True)
     except FileNotFoundError:  # another sweep adopted it meanwhile
         return
+
+
+def records_by_fit(folder: Path) -> dict[str, list[tuple[Path, str]]]:
+    """The records in ``folder`` by ``fit_hash`` (a record's hash without its metric suite: one fit
+    scored under two suites has two records, one fit hash), each with its ``data_digest``. Records
+    written before records kept these have none, and are left out. Reads only each file's first row."""
+    index: dict[str, list[tuple[Path, str]]] = {}
+    for path in sorted(Path(folder).glob("*.csv")):
+        with path.open(newline="") as handle:
+            row = next(csv.DictReader(handle), None)
+        if row and row.get("fit_hash"):
+            index.setdefault(row["fit_hash"], []).append((path, row.get("data_digest") or ""))
+    return index
+
+
+def complete_record(path: Path, **values: str) -> None:
+    """Fill the columns that a record written by earlier code lacks or left empty (its ``fit_hash``
+    and ``data_digest``) with ``values``; every other field keeps its text as written."""
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    if all(row.get(column) for row in rows for column in values):
+        return
+    for row in rows:
+        for column, value in values.items():
+            row[column] = row.get(column) or value
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, buffer.getvalue())
+
+
+def remove_record(path: Path) -> None:
+    """Remove a record and its labels (the record first: labels without a record are never read)."""
+    path.unlink(missing_ok=True)
+    labels_path(path).unlink(missing_ok=True)
 
 
 def _succeeded(record: Path) -> bool:

@@ -36,10 +36,15 @@ from clusterbench.metrics import call_metric
 from clusterbench.results import (
     adopt_typed_record,
     code_version,
+    complete_record,
     config_hash,
     finished_record,
     mark_failure,
+    read_labels,
+    read_record,
     record_path,
+    records_by_fit,
+    remove_record,
     typed_hash,
     write_record,
 )
@@ -51,7 +56,8 @@ DEVICES_RUN = ("cpu", "cuda")
 
 @dataclass
 class PointResult:
-    """What one grid point produced (``status``: ok, failed, skipped, timeout, or cached).
+    """What one grid point produced (``status``: ok, failed, skipped, timeout, cached, or rescored:
+    a fit recorded under another metric suite, scored with this one from its stored labels).
 
     ``labels`` are the fitted estimator's ``labels_`` (only for a point fitted now, status ok);
     ``hyperparameters`` all of the estimator's, as its record holds them.
@@ -223,12 +229,17 @@ def check_metric_suite(metrics: DictConfig) -> None:
         )
     for name, spec in metrics.items():
         target = spec.get("_target_") if isinstance(spec, Mapping) else None
+        if not target:
+            raise UserError(
+                f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
+            )
         try:
             function = locate(target)
             signature = inspect.signature(function)
-        except (ImportError, TypeError, ValueError):  # no _target_, a typo, not callable
+        except (ImportError, TypeError, ValueError) as exc:  # a typo, not callable
             raise UserError(
-                f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
+                f"metric '{name}': _target_ '{target}' is not an importable function ({first_line(exc)}); "
+                "fix the path (e.g. clusterbench.metrics.nmi)"
             ) from None
         probe = {**PROBE, "labels": PROBE["y"], "estimator": None, "random_state": 0}
         given = metric_options(spec)
@@ -375,7 +386,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         key = config_hash({**job, "method": method_point})
         return record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
 
+    # The hash of a fit whatever scores it: the same point under another metric suite shares it.
+    fit_job = {name: value for name, value in job.items() if name != "metrics"}
+
     outcomes = []
+    same_fit = None  # the folder's records by what they fitted, read when a point needs it
     grid = method_grid(cfg)
     # Every point is checked before the first fit: a value that one point of a long sweep holds
     # stops it before hours of fitting, not after. The loop builds each estimator again (cheap)
@@ -399,12 +414,25 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None
-        if found:
+        stale = found is not None and _data_changed(found[1], data.digest)
+        fit = config_hash({**fit_job, "method": point})
+        if found and not stale:
+            if found[0] == path:  # its hash is this point's: a record of earlier code learns its fit
+                complete_record(path, fit_hash=fit, data_digest=data.digest)
             outcomes.append(_cached(params, found[1], found[0]))
             outcomes[-1].hyperparameters = hyper
             if report:
                 report(outcomes[-1])
             continue
+        # The same fit recorded under another metric suite: its labels are scored with this suite
+        # instead of fitting again, and its record gives way to this point's.
+        if same_fit is None:
+            same_fit = records_by_fit(path.parent)
+        # Records of this fit: all give way to this point's; those of the same data can lend it
+        # their labels and the metrics only they hold.
+        others = [(other, digest) for other, digest in same_fit.get(fit, []) if other != path]
+        superseded = [other for other, _ in others]
+        same_data = [other for other, digest in others if digest == data.digest]
         base = {
             "experiment": experiment,
             "profile": cfg.profile.name,
@@ -415,14 +443,28 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "params": json.dumps(hyper, sort_keys=True),
             "device": getattr(estimator, "device", "cpu"),
             "config_hash": key,
+            "fit_hash": fit,
+            "data_digest": data.digest,
             "clusterbench_version": code_version(),
         }
-        outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
+        scored = None if cfg.force else _rescorable(same_data, cfg.metrics, len(data.y))
+        if scored is not None:
+            outcome = _rescore(scored, cfg.metrics, data, seed, params)
+        else:
+            outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
+        if stale:
+            outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
         outcome.path, outcome.hyperparameters = path, hyper
         base["fit_seconds"] = outcome.fit_seconds
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        rows = _rows(base, outcome.scores, cfg.metrics, outcome.status, outcome.error)
+        succeeded = outcome.status in ("ok", "rescored")
+        rows = _rows(base, outcome.scores, cfg.metrics, "ok" if succeeded else outcome.status, outcome.error)
+        if succeeded:
+            rows += _carried_rows(base, same_data, outcome.scores, outcome.labels)
         write_record(path, rows, labels=outcome.labels)
+        if succeeded:
+            for other in superseded:
+                remove_record(other)
         if outcome.status == "failed":
             mark_failure(path)
         outcomes.append(outcome)
@@ -479,8 +521,10 @@ def _fit_and_score(
             with time_limit(timeout_s):
                 estimator.fit(data.X)
             seconds = time.perf_counter() - start
-            labels = np.asarray(estimator.labels_)
+            labels = fitted_labels(estimator, method.name, data.X)
             scores = score(metrics, data, labels, seed, estimator)
+        except NoLabels:
+            raise  # the method's config is wrong, at every point alike: the user's error
         except FitTimeout as exc:
             # The limit is kept as the point's time: a rerun under a larger one fits it again.
             return PointResult(params, "timeout", error=str(exc), fit_seconds=timeout_s)
@@ -491,6 +535,23 @@ def _fit_and_score(
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     notes += [f"printed {n}x: {line}" for line, n in Counter(printed.getvalue().splitlines()).items()]
     return PointResult(params, "ok", scores=scores, fit_seconds=seconds, warnings=notes, labels=labels)
+
+
+class NoLabels(UserError):
+    """A fitted estimator that gives no labels (neither ``labels_`` nor ``predict``)."""
+
+
+def fitted_labels(estimator, method_name: str, X: np.ndarray) -> np.ndarray:
+    """A fitted estimator's labels of the points it was fitted on: ``labels_`` (scikit-learn's
+    clustering convention), else ``predict`` (e.g. GaussianMixture, which sets no ``labels_``)."""
+    if hasattr(estimator, "labels_"):
+        return np.asarray(estimator.labels_)
+    if callable(getattr(estimator, "predict", None)):
+        return np.asarray(estimator.predict(X))
+    raise NoLabels(
+        f"method '{method_name}': the fitted {type(estimator).__name__} sets no labels_ and has no "
+        "predict; a clustering estimator's fit must set labels_ (scikit-learn's convention)"
+    )
 
 
 def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
@@ -537,6 +598,64 @@ def _limit_raised(record, n_points: int, max_samples, timeout_s) -> bool:
     return False
 
 
+def _data_changed(record, digest: str) -> bool:
+    """Whether a record was fitted on other data than ``digest`` names (a replaced cache file, say);
+    records written before records kept a digest cannot tell, and count as the same data."""
+    recorded = record["data_digest"].iloc[0] if "data_digest" in record else ""
+    return bool(recorded) and recorded != digest
+
+
+def _rescorable(records: list[Path], metrics: DictConfig, n_points: int) -> Path | None:
+    """The latest of ``records`` (one fit under other metric suites) whose labels this suite can
+    score without the fitted estimator, or None: then the point is fitted."""
+    if any("estimator" in inspect.signature(locate(spec._target_)).parameters for spec in metrics.values()):
+        return None  # a metric reads the fitted estimator (its objective, its parameter count)
+    usable = []
+    for record in records:
+        try:
+            labels, frame = read_labels(record), read_record(record)
+        except FileNotFoundError:  # another job of the sweep superseded it meanwhile
+            continue
+        if labels is not None and len(labels) == n_points and (frame["status"] == "ok").all():
+            usable.append((str(frame["timestamp"].iloc[0]), record))
+    return max(usable)[1] if usable else None
+
+
+def _rescore(record: Path, metrics: DictConfig, data: Dataset, seed: int, params: dict) -> PointResult:
+    """The fit recorded at ``record`` scored with ``metrics`` from its stored labels."""
+    labels = read_labels(record)
+    try:
+        scores = score(metrics, data, labels, seed)
+    except MetricError as exc:
+        return _failed(params, exc.__cause__, f"metric '{exc.name}'")
+    fit_seconds = float(read_record(record)["fit_seconds"].iloc[0])
+    return PointResult(params, "rescored", scores=scores, fit_seconds=fit_seconds, labels=labels)
+
+
+def _carried_rows(base: dict, superseded: list[Path], scores: dict, labels: np.ndarray) -> list[dict]:
+    """The metrics that only superseded records of this fit hold, kept where their labels are these
+    (a fit is deterministic on the CPU; one on a GPU may differ, and its scores are then dropped)."""
+    carried = {}
+    for record in superseded:
+        try:
+            if not np.array_equal(read_labels(record), labels):
+                continue
+            rows = read_record(record).to_dict("records")
+        except FileNotFoundError:  # another job of the sweep superseded it meanwhile
+            continue
+        for row in rows:
+            if row["status"] == "ok" and row["metric"] not in scores and row["metric"] not in carried:
+                carried[row["metric"]] = {
+                    **base,
+                    "metric": row["metric"],
+                    "metric_params": row["metric_params"],
+                    "value": row["value"],
+                    "status": "ok",
+                    "error": "",
+                }
+    return list(carried.values())
+
+
 def _cached(params: dict, frame, path: Path) -> PointResult:
     first = frame.iloc[0]
     if first["status"] != "ok":  # skipped or timed out under the same limit (force=true retries)
@@ -569,7 +688,7 @@ def summary_line(
     shown = "  ".join(
         f"{name.upper()} {value:.4f}" for name, value in outcome.scores.items() if name in SUMMARY_METRICS
     )
-    tail = " (cached)" if outcome.status == "cached" else ""
+    tail = {"cached": " (cached)", "rescored": " (rescored from its stored labels)"}.get(outcome.status, "")
     if outcome.warnings:
         more = f" (+{len(outcome.warnings) - 1} more)" if len(outcome.warnings) > 1 else ""
         tail += f"  [warning: {outcome.warnings[0]}{more}]"

@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from clusterbench.catalog import load_option
+from clusterbench.catalog import load_option, method_names, options
 from clusterbench.errors import UserError
 from clusterbench.metrics import agreement
 from clusterbench.results import atomic_write_text, load_records, read_labels, record_path
@@ -283,6 +283,8 @@ def _spread(values: pd.Series) -> float:
 def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:
     """The runs of one table column on ``dataset``, whatever their status: its method and variant,
     and, when the column gives ``params``, only runs with those hyperparameter values."""
+    if column.get("method") is None:  # a column of the paper's only (a method not reimplemented)
+        return runs.iloc[:0]
     mask = (runs["dataset"] == dataset) & (runs["method"] == column.method)
     mask &= runs["variant"] == column.get("variant", "default")
     wanted = column.get("params")
@@ -634,7 +636,60 @@ def table_spec(name: str) -> DictConfig:
         borrowed = _paper_within(table_spec(spec.paper_from).paper, spec)
         spec.paper = OmegaConf.merge(borrowed, spec.get("paper", {}))
     spec.name = name
+    check_spec(spec)
     return spec
+
+
+def check_spec(spec: DictConfig) -> None:
+    """A user error for a name in a spec that names nothing (a misspelt row, method, column or
+    metric): each would otherwise leave its cell empty, or its paper value unprinted, without a word."""
+    fix = f"fix conf/table/{spec.name}.yaml"
+    rows, columns = set(spec.rows), set(spec.columns)
+    for row in rows - set(spec.get("unavailable") or {}) - set(options("dataset")):
+        raise UserError(
+            f"table {spec.name}: row '{row}' is no dataset (see `clusterbench list`); {fix}, or list it "
+            "under unavailable: with the reason"
+        )
+    references = [("columns", key, column) for key, column in spec.columns.items()]
+    if spec.protocol.get("reference") is not None:
+        references.append(("protocol", "reference", spec.protocol.reference))
+    for where, key, column in references:
+        if column.get("method") is not None and column.method not in method_names():
+            raise UserError(
+                f"table {spec.name}: {where}.{key} reads method '{column.method}', which no method config "
+                f"names ({', '.join(method_names())}); {fix} (a column without method shows the paper only)"
+            )
+    named = {
+        "gain.reference": [OmegaConf.select(spec, "gain.reference")],
+        "gain.columns": OmegaConf.select(spec, "gain.columns") or [],
+        "win_loss": spec.get("win_loss") or [],
+    }
+    for key, values in named.items():
+        for value in values:
+            if value is not None and value not in columns:
+                raise UserError(f"table {spec.name}: {key} names '{value}', which is no column; {fix}")
+    for entry in ("paper", "paper_gain"):
+        for metric, by_dataset in (spec.get(entry) or {}).items():
+            _check_names(spec, f"{entry}.{metric}", metric, spec.metrics, "metric")
+            for dataset, by_column in by_dataset.items():
+                _check_names(spec, f"{entry}.{metric}.{dataset}", dataset, rows, "row")
+                for column in by_column:
+                    _check_names(spec, f"{entry}.{metric}.{dataset}.{column}", column, columns, "column")
+    for metric, by_reference in (spec.get("paper_win_loss") or {}).items():
+        _check_names(spec, f"paper_win_loss.{metric}", metric, spec.metrics, "metric")
+        for reference, by_column in by_reference.items():
+            where = f"paper_win_loss.{metric}.{reference}"
+            _check_names(spec, where, reference, spec.get("win_loss") or [], "W/L row")
+            for column in by_column:
+                _check_names(spec, f"{where}.{column}", column, columns, "column")
+
+
+def _check_names(spec: DictConfig, where: str, name: str, known, what: str) -> None:
+    if name not in known:
+        raise UserError(
+            f"table {spec.name}: {where} names no {what} of the table ({', '.join(map(str, known))}); "
+            f"fix conf/table/{spec.name}.yaml"
+        )
 
 
 def _paper_within(paper: DictConfig, spec: DictConfig) -> dict:
@@ -667,7 +722,26 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
             f"run them first (clusterbench run -m experiment={spec.experiments[0]} profile={profile}) "
             "or name the folder and profile that hold them (--results-dir, --profile)"
         )
+    _check_metrics(spec, records)
     return write_table(spec, records, Path(results_dir) / "tables" / profile, profile, results_dir)
+
+
+def _check_metrics(spec: DictConfig, records: pd.DataFrame) -> None:
+    """A user error for a table metric that none of its records holds (misspelt, or not in the
+    experiments' metric suite): its cells would all be empty without a word."""
+    if spec.protocol.kind == "agreement":
+        return  # its metrics compare the stored labels of two runs
+    held = set(records["metric"]) | {"fit_seconds"}
+    wanted = list(spec.metrics)
+    for metric in spec.metrics:
+        wanted += ranking(spec.protocol, metric)[0]
+    for metric in wanted:
+        if metric not in held:
+            raise UserError(
+                f"table {spec.name}: no record of {', '.join(spec.experiments)} holds metric '{metric}' "
+                f"(they hold {', '.join(sorted(held - {'', 'fit_seconds'}))}); fix the table's metrics or "
+                "protocol, or add it to the experiments' metric suite"
+            )
 
 
 def write_table(

@@ -110,3 +110,19 @@ def forwarding_silhouette(X, labels, **options) -> float:
     from sklearn.metrics import silhouette_score
 
     return float(silhouette_score(X, labels, **options))
+
+
+class PredictsOnly(KMeansLike):
+    """Sets no ``labels_`` but predicts, as GaussianMixture does: even rows 0, odd rows 1."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def predict(self, X):
+        return np.arange(len(X)) % 2
+
+
+class NoLabels(PredictsOnly):
+    """Neither sets ``labels_`` nor predicts."""
+
+    predict = None

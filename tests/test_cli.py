@@ -378,6 +378,11 @@ def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
     assert not list((tmp_path / "tables").rglob("*.md"))
 
 
+def test_all_tables_without_any_records_exit_2_naming_where_they_looked(tmp_path):
+    result = run_cli("table", "--all", "--results-dir", str(tmp_path), "--profile", "smoke")
+    assert_one_line_error(result, f"no records under {tmp_path}/runs/smoke", "--results-dir")
+
+
 def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
     result = run_cli(
         "run",

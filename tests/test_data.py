@@ -461,3 +461,61 @@ def test_double_mnist_without_mnist_is_a_one_line_user_error(tmp_path, monkeypat
     monkeypatch.setattr("clusterbench.data.sources.fetch_openml", offline)
     with pytest.raises(UserError, match="could not fetch dataset 'mnist'"):
         generators.double_mnist(100)
+
+
+# --- a user's own file -----------------------------------------------------------------------
+
+
+def own_file(tmp_path, monkeypatch, X, y, **config):
+    """Load ``toy.npz`` (X, y) through a minimal dataset config, as a user's one-file dataset."""
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    np.savez(tmp_path / "toy.npz", X=np.asarray(X, dtype=float), y=np.asarray(y))
+    return load_dataset(
+        {"name": "toy", "n_clusters": 2, "source": {"_target_": CACHED_SOURCE, "name": "toy"}, **config}
+    )
+
+
+@pytest.mark.parametrize(
+    ("y", "expected"),
+    [
+        (["b", "a", "b", "c"], [1, 0, 1, 2]),  # text: numbered in sorted order
+        ([0.05, 0.15, 0.05, 0.35], [0, 1, 0, 2]),  # fractional numbers: not truncated to 0
+        ([2.0, -1.0, 2.0, 7.0], [2, -1, 2, 7]),  # integer-valued: kept (ignore_label -1 still names it)
+        ([3, 1, 3, 0], [3, 1, 3, 0]),
+    ],
+)
+def test_labels_of_any_type_become_integers_that_keep_the_partition(tmp_path, monkeypatch, y, expected):
+    data = own_file(tmp_path, monkeypatch, np.arange(8).reshape(4, 2), y)
+    assert data.y.dtype == np.int64 and data.y.tolist() == expected
+
+
+def test_missing_labels_and_infinite_features_are_one_line_user_errors(tmp_path, monkeypatch):
+    with pytest.raises(UserError, match="dataset 'toy' has 1 missing or infinite labels in y"):
+        own_file(tmp_path, monkeypatch, np.zeros((3, 2)), [0.0, np.nan, 1.0])
+    with pytest.raises(UserError, match="dataset 'toy' has 2 infinite values in X"):
+        own_file(tmp_path, monkeypatch, [[0, np.inf], [1, 2], [-np.inf, 3]], [0, 1, 1])
+
+
+def test_the_imputation_hint_is_an_override_that_works_on_the_users_config(tmp_path, monkeypatch):
+    X = [[0, np.nan], [1, 2], [2, 3]]
+    with pytest.raises(UserError, match=r"set \+dataset\.impute=mean or zero$"):  # the config has no key
+        own_file(tmp_path, monkeypatch, X, [0, 1, 1])
+    with pytest.raises(UserError, match=r"; set dataset\.impute=mean or zero$"):
+        own_file(tmp_path, monkeypatch, X, [0, 1, 1], impute=None)
+    assert own_file(tmp_path, monkeypatch, X, [0, 1, 1], impute="zero").X[0, 1] == 0.0
+
+
+def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeypatch, capsys):
+    from clusterbench.cli import import_folder, verify_cache
+
+    folder, cache = tmp_path / "mine", tmp_path / "cache"
+    folder.mkdir()
+    spec = load_option("dataset", "zoo")
+    np.savez(folder / "zoo.npz", X=np.zeros(spec.shape), y=np.arange(spec.shape[0]) % spec.n_clusters)
+    rows = pd.DataFrame({"name": ["zoo"], "sha256_of_npz": ["0" * 64]})
+    rows.to_csv(folder / "MANIFEST.csv", index=False)
+    import_folder(folder, cache)
+    assert verify_cache(cache) == 1
+    assert "zoo                  MISMATCH: sha256 differs from MANIFEST.csv" in capsys.readouterr().out
+    with pytest.raises(UserError, match="no folder"):
+        import_folder(tmp_path / "nowhere", cache)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import dataclasses
 import json
 import math
 import time
@@ -12,10 +13,12 @@ import numpy as np
 import pytest
 import sklearn.cluster
 from omegaconf import OmegaConf, open_dict
+from sklearn.metrics import adjusted_rand_score
 
 import clusterbench.metrics
 from clusterbench import runner
 from clusterbench.catalog import locate
+from clusterbench.data import data_digest, load_dataset
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.results import (
@@ -26,7 +29,7 @@ from clusterbench.results import (
     read_record,
     typed_hash,
 )
-from clusterbench.runner import PointResult, fit_timeout, method_label, run_job, summary_line
+from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.tables import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
@@ -132,6 +135,7 @@ def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fi
     (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
     with monkeypatch.context() as no_renames:
         no_renames.setattr(runner, "adopt_typed_record", lambda path, key: None)
+        no_renames.setattr(runner, "records_by_fit", lambda folder: {})  # nor found it as the same fit
         (refit,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
     assert len(record_files(tmp_path)) == 2 and len(kmeans_fits) == 2
     (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
@@ -323,6 +327,64 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
     assert list(read_record(one.path)["seed"].unique()) == [1]
 
 
+def test_a_new_metric_suite_rescores_the_stored_labels_and_keeps_one_record_per_fit(tmp_path, kmeans_fits):
+    (default,) = run_job(iris(tmp_path))
+    (external,) = run_job(iris(tmp_path, "metrics=external"))
+    assert external.status == "rescored" and len(kmeans_fits) == 1
+    assert external.scores == pytest.approx({k: default.scores[k] for k in external.scores})
+    assert record_files(tmp_path) == [external.path]  # the fit's one record, under its latest suite
+    record = read_record(external.path).set_index("metric")
+    assert set(record.index) == set(default.scores)  # metrics only the old suite held are kept
+    assert record.loc["sc", "value"] == pytest.approx(default.scores["sc"])
+    assert record["fit_seconds"].iloc[0] == pytest.approx(default.fit_seconds)
+    assert len(set(wide_runs(load_records(tmp_path, "smoke"))["config_hash"])) == 1  # a table sees one run
+    (back,) = run_job(iris(tmp_path))
+    assert back.status == "rescored" and len(kmeans_fits) == 1 and record_files(tmp_path) == [default.path]
+    assert "(rescored from its stored labels)" in summary_line("iris", "kmeans", 0, back)
+
+
+def test_a_suite_with_a_metric_of_the_fitted_estimator_fits_again_and_supersedes_the_record(
+    tmp_path, kmeans_fits
+):
+    run_job(iris(tmp_path, "metrics=external"))
+    params = "+metrics.params._target_=clusterbench.metrics.n_params"
+    (refit,) = run_job(iris(tmp_path, "metrics=external", params))
+    assert refit.status == "ok" and len(kmeans_fits) == 2  # n_params reads the estimator
+    assert record_files(tmp_path) == [refit.path]
+    assert set(read_record(refit.path)["metric"]) == {"nmi", "ari", "acc", "purity", "params"}
+
+
+def test_a_record_of_earlier_code_learns_its_fit_and_data_when_a_rerun_finds_it(tmp_path, kmeans_fits):
+    (first,) = run_job(iris(tmp_path))
+    written = first.path.read_text()
+    earlier = read_record(first.path).drop(columns=["fit_hash", "data_digest"])
+    earlier.to_csv(first.path, index=False)  # as code before records kept a fit hash and data digest
+    assert "fit_hash" not in read_record(first.path)
+    (again,) = run_job(iris(tmp_path))
+    assert again.status == "cached" and len(kmeans_fits) == 1
+    assert first.path.read_text() == written  # the same record, the two fields filled in
+    (external,) = run_job(iris(tmp_path, "metrics=external"))
+    assert external.status == "rescored" and record_files(tmp_path) == [external.path]
+
+
+def test_a_record_fitted_on_other_data_is_fitted_again(tmp_path, kmeans_fits, monkeypatch):
+    (first,) = run_job(iris(tmp_path))
+    original = runner.load_dataset
+
+    def replaced(cfg, max_samples=None):  # the same config, another file behind it
+        data = original(cfg, max_samples)
+        X = data.X + 1.0
+        return dataclasses.replace(data, X=X, digest=data_digest(X, data.y))
+
+    monkeypatch.setattr(runner, "load_dataset", replaced)
+    (again,) = run_job(iris(tmp_path))
+    assert again.status == "ok" and len(kmeans_fits) == 2 and again.path == first.path
+    assert again.warnings[0] == "the data changed since this point's record: fitted again"
+    assert record_files(tmp_path) == [first.path]
+    (cached,) = run_job(iris(tmp_path))
+    assert cached.status == "cached" and len(kmeans_fits) == 2
+
+
 @pytest.mark.parametrize(
     ("override", "fragments"),
     [
@@ -340,10 +402,16 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
         ("force=maybe", ["force must be true or false", "'maybe'"]),
         ("+grids.kmeans.init=[]", ["grids.kmeans", "'init'", "non-empty"]),
         ("+metrics.foo=3", ["metric 'foo' needs _target_"]),
-        ("+metrics.foo._target_=clusterbench.metrics.POINTWISE", ["metric 'foo' needs _target_"]),
+        (
+            "+metrics.foo._target_=clusterbench.metrics.POINTWISE",
+            ["metric 'foo': _target_ 'clusterbench.metrics.POINTWISE' is not an importable function"],
+        ),
         ("method.estimator._target_=.sklearn.cluster.KMeans", ["cannot import .sklearn.cluster.KMeans"]),
         ("method.estimator._target_=sklearn.cluster.k_means", ["sklearn.cluster.k_means is not a class"]),
-        ("+metrics.foo._target_=clusterbench.metrics.nope", ["metric 'foo' needs _target_"]),
+        (
+            "+metrics.foo._target_=clusterbench.metrics.nope",
+            ["_target_ 'clusterbench.metrics.nope'", "module 'clusterbench.metrics' has no attribute 'nope'"],
+        ),
         ("~method.estimator._target_", ["method 'kmeans' gives no estimator._target_", "conf/method/"]),
     ],
 )
@@ -609,3 +677,18 @@ def test_a_grid_over_random_state_sized_by_the_profile_fits_one_restart_per_seed
     states = [json.loads(read_record(o.path)["params"].iloc[0])["random_state"] for o in outcomes]
     assert states == list(range(40))
     assert len({o.scores["inertia"] for o in outcomes}) > 1  # restarts differ
+
+
+def test_an_estimator_without_labels_is_scored_by_its_predict_and_one_without_either_is_a_user_error(
+    tmp_path,
+):
+    cfg = iris(tmp_path, "method.estimator._target_=tests.helpers.PredictsOnly")
+    (outcome,) = run_job(cfg)
+    y = load_dataset(dataset_config(cfg), max_samples=cfg.profile.max_samples).y
+    labels = np.load(outcome.path.with_suffix(".labels.npy"))
+    assert labels.tolist() == (np.arange(len(y)) % 2).tolist()
+    assert outcome.status == "ok" and outcome.scores["ari"] == pytest.approx(adjusted_rand_score(y, labels))
+    with pytest.raises(
+        UserError, match="method 'kmeans': the fitted NoLabels sets no labels_ and has no predict"
+    ):
+        run_job(iris(tmp_path, "method.estimator._target_=tests.helpers.NoLabels"))

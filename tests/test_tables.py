@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from clusterbench.errors import UserError
 from clusterbench.results import COLUMNS, load_records, write_record
 from clusterbench.tables import (
     FEWER_MARK,
@@ -23,6 +24,7 @@ from clusterbench.tables import (
     relative_gain,
     render,
     select,
+    table_spec,
     wide_runs,
     win_loss,
     write_table,
@@ -606,3 +608,51 @@ def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery(
     # of one run: over all runs of the protocol its mean is the paper's value.
     cmu = cells.loc[("cmu_faces", "ari", "kmeans")]
     assert abs(cmu["ours"] - cmu["paper"]) <= 0.02 and cmu["ours_std"] >= 0.03  # measured 0.755 ± 0.049
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"rows": {"zooo": "Zoo"}}, "row 'zooo' is no dataset"),
+        (
+            {"columns": {"kmeans": {"label": "k-means", "method": "kmean"}}},
+            "columns.kmeans reads method 'kmean'",
+        ),
+        ({"gain": {"reference": "clamm"}}, "gain.reference names 'clamm', which is no column"),
+        ({"win_loss": ["clam", "nope"]}, "win_loss names 'nope'"),
+        ({"paper": {"sc": {"iriss": {"kmeans": 0.1}}}}, "paper.sc.iriss names no row of the table"),
+        ({"paper": {"sc": {"zoo": {"brich": 0.1}}}}, "paper.sc.zoo.brich names no column"),
+        ({"paper": {"nmi": {"zoo": {"kmeans": 0.1}}}}, "paper.nmi names no metric of the table (sc)"),
+        ({"paper_gain": {"sc": {"zoo": {"dce": 3}}}}, "paper_gain.sc.zoo.dce names no column"),
+        ({"paper_win_loss": {"sc": {"dec": {"kmeans": "1/0"}}}}, "paper_win_loss.sc.dec names no W/L row"),
+    ],
+)
+def test_a_spec_naming_what_does_not_exist_is_a_user_error(monkeypatch, change, fragment):
+    import clusterbench.tables as tables
+
+    committed = tables.load_option("table", "clam_table1")
+    monkeypatch.setattr(tables, "load_option", lambda group, name: OmegaConf.merge(committed, change))
+    with pytest.raises(UserError, match=re.escape(fragment)):
+        table_spec("clam_table1")
+
+
+def test_unavailable_rows_and_paper_only_columns_pass_the_spec_check():
+    spec = table_spec("clam_table1")  # GCM has no dataset config; DCEC no method
+    assert "gcm" in spec.unavailable and spec.columns.dcec.get("method") is None
+
+
+def test_a_table_metric_that_no_record_holds_is_a_user_error(tmp_path, monkeypatch):
+    import clusterbench.tables as tables
+
+    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.37}))
+    records["experiment"] = "clam_baselines"
+    write_record(
+        tmp_path / "runs" / "smoke" / "clam_baselines" / "zoo" / "kmeans" / "x.csv",
+        records.to_dict("records"),
+    )
+    committed = tables.load_option("table", "clam_table2")  # metric nmi: not in these records
+    monkeypatch.setattr(tables, "load_option", lambda group, name: committed)
+    with pytest.raises(
+        UserError, match="no record of clam_baselines, clam_table1 holds metric 'nmi' \\(they hold sc\\)"
+    ):
+        build_table("clam_table2", tmp_path, "smoke")

@@ -6,6 +6,7 @@ the profile's size cap, NaN imputation, then the preprocessing (e.g. ``standardi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from clusterbench.data.sources import RawData, cache_dir, call_source, reads_cac
 from clusterbench.errors import UserError, first_line
 from clusterbench.validation import is_int
 
-__all__ = ["Dataset", "cache_dir", "load_dataset", "stratified_subsample"]
+__all__ = ["Dataset", "as_labels", "cache_dir", "data_digest", "load_dataset", "stratified_subsample"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Dataset:
     X: np.ndarray
     y: np.ndarray
     n_clusters: int
+    digest: str = ""  # of the rows and labels before imputation and preprocessing (:func:`data_digest`)
 
 
 def stratified_subsample(y: np.ndarray, size: int, seed: int) -> np.ndarray:
@@ -75,7 +77,7 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> D
             f"{list(declared)}; check the cache with `clusterbench data verify` (or fix the config's shape)"
         )
     raw = _split(raw, cfg.get("split"), cfg.name)
-    X, y = np.asarray(raw.X, dtype=np.float64), np.asarray(raw.y)
+    X, y = _features(raw.X, cfg.name), as_labels(raw.y, cfg.name)
     limits = {"dataset.subsample": cfg.get("subsample"), "profile.max_samples": max_samples}
     for key, size in limits.items():
         if size is not None and not (is_int(size) and size >= 1):
@@ -84,5 +86,49 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> D
     if sizes and min(sizes) < len(y):
         keep = stratified_subsample(y, min(sizes), int(cfg.get("subsample_seed", 0)))
         X, y = X[keep], y[keep]
-    X = preprocess(impute(X, cfg.get("impute"), cfg.name), cfg.get("preprocess"))
-    return Dataset(name=cfg.name, X=X, y=y.astype(np.int64), n_clusters=cfg.n_clusters)
+    digest = data_digest(X, y)
+    # The fix names the key as a command line sets it: `+` adds a key the config lacks.
+    setting = "dataset.impute" if "impute" in cfg else "+dataset.impute"
+    X = preprocess(impute(X, cfg.get("impute"), cfg.name, setting), cfg.get("preprocess"))
+    return Dataset(name=cfg.name, X=X, y=y, n_clusters=cfg.n_clusters, digest=digest)
+
+
+def data_digest(X: np.ndarray, y: np.ndarray) -> str:
+    """A short digest of the rows and labels a method is given, taken before imputation and
+    preprocessing (whose floating-point sums may differ in their last bits between machines),
+    whose settings the record's hash covers: a record remembers the data it was fitted on."""
+    digest = hashlib.blake2b(digest_size=10)
+    for array in (X, y):
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def as_labels(y: np.ndarray, name: str) -> np.ndarray:
+    """Class labels as int64. Integer-valued labels keep their values (a metric's ``ignore_label``,
+    such as -1, still names its class); any others (text, fractional numbers) are numbered
+    0..c−1 in sorted order, which no metric of a partition can tell apart."""
+    y = np.asarray(y)
+    if y.dtype.kind == "f":
+        if not np.isfinite(y).all():
+            raise UserError(
+                f"dataset '{name}' has {int((~np.isfinite(y)).sum())} missing or infinite labels in y; "
+                "drop those rows or give each a class"
+            )
+        if (y == np.round(y)).all():
+            return y.astype(np.int64)
+    elif y.dtype.kind in "iub":
+        return y.astype(np.int64)
+    return np.unique(y, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def _features(X: np.ndarray, name: str) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    infinite = np.isinf(X)
+    if infinite.any():  # standardizing would turn their whole feature into NaN
+        raise UserError(
+            f"dataset '{name}' has {int(infinite.sum())} infinite values in X; replace them in the file "
+            "(or make them NaN and set dataset.impute)"
+        )
+    return X

@@ -55,8 +55,9 @@ def preprocess(X: np.ndarray, name: str | None) -> np.ndarray:
         raise UserError(f"unknown preprocess '{name}'; choose one of {', '.join(PREPROCESSORS)}") from None
 
 
-def impute(X: np.ndarray, strategy: str | None, dataset: str) -> np.ndarray:
-    """Fill NaNs with the feature mean or with 0; a NaN left without a strategy is an error."""
+def impute(X: np.ndarray, strategy: str | None, dataset: str, setting: str = "dataset.impute") -> np.ndarray:
+    """Fill NaNs with the feature mean or with 0; a NaN left without a strategy is an error, whose
+    fix names ``setting``, the override that sets the strategy."""
     missing = np.isnan(X)
     if not missing.any():
         return X
@@ -65,5 +66,5 @@ def impute(X: np.ndarray, strategy: str | None, dataset: str) -> np.ndarray:
     if strategy == "zero":
         return np.where(missing, 0.0, X)
     raise UserError(
-        f"dataset '{dataset}' has {int(missing.sum())} missing values; set dataset.impute=mean or zero"
+        f"dataset '{dataset}' has {int(missing.sum())} missing values; set {setting}=mean or zero"
     )

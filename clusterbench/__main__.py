@@ -1,0 +1,7 @@
+"""``python -m clusterbench``: the same commands as the ``clusterbench`` script."""
+
+import sys
+
+from clusterbench.cli import main
+
+sys.exit(main())
