@@ -390,7 +390,9 @@ def command_list(words: list[str]) -> int:
             cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
         else:
             cached = "-"
-            origin = f"sklearn {source.loader}" if target == "sklearn_bundled" else f"generator {target}"
+            generator = source._target_.startswith("clusterbench.data.generators.")
+            origin = f"generator {target}" if generator else f"function {source._target_}"
+            origin = f"sklearn {source.loader}" if target == "sklearn_bundled" else origin
         print(f"  {name:<20} {n:>7} {d:>6} {spec.get('n_clusters', '?'):>4}  {cached:<6}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")

@@ -127,8 +127,11 @@ def records_by_fit(folder: Path) -> dict[str, list[tuple[Path, str]]]:
     written before records kept these have none, and are left out. Reads only each file's first row."""
     index: dict[str, list[tuple[Path, str]]] = {}
     for path in sorted(Path(folder).glob("*.csv")):
-        with path.open(newline="") as handle:
-            row = next(csv.DictReader(handle), None)
+        try:
+            with path.open(newline="") as handle:
+                row = next(csv.DictReader(handle), None)
+        except FileNotFoundError:  # removed meanwhile
+            continue
         if row and row.get("fit_hash"):
             index.setdefault(row["fit_hash"], []).append((path, row.get("data_digest") or ""))
     return index
@@ -136,7 +139,8 @@ def records_by_fit(folder: Path) -> dict[str, list[tuple[Path, str]]]:
 
 def complete_record(path: Path, **values: str) -> None:
     """Fill the columns that a record written by earlier code lacks or left empty (its ``fit_hash``
-    and ``data_digest``) with ``values``; every other field keeps its text as written."""
+    and ``data_digest``) with ``values``; every other field keeps its text as written. A record that
+    cannot be rewritten (a read-only results folder) is left as it is."""
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     if all(row.get(column) for row in rows for column in values):
@@ -148,13 +152,10 @@ def complete_record(path: Path, **values: str) -> None:
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
     writer.writeheader()
     writer.writerows(rows)
-    atomic_write_text(path, buffer.getvalue())
-
-
-def remove_record(path: Path) -> None:
-    """Remove a record and its labels (the record first: labels without a record are never read)."""
-    path.unlink(missing_ok=True)
-    labels_path(path).unlink(missing_ok=True)
+    try:
+        atomic_write_text(path, buffer.getvalue())
+    except OSError:
+        return
 
 
 def _succeeded(record: Path) -> bool:

@@ -34,6 +34,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
 from clusterbench.results import (
+    COLUMNS,
     adopt_typed_record,
     code_version,
     complete_record,
@@ -44,7 +45,6 @@ from clusterbench.results import (
     read_record,
     record_path,
     records_by_fit,
-    remove_record,
     typed_hash,
     write_record,
 )
@@ -228,6 +228,8 @@ def check_metric_suite(metrics: DictConfig) -> None:
             "the metric suite is empty; choose one (e.g. metrics=default, see `clusterbench list`)"
         )
     for name, spec in metrics.items():
+        if name in COLUMNS:  # a table puts each metric in a column beside these
+            raise UserError(f"metric '{name}' takes the name of a record column; rename it in the suite")
         target = spec.get("_target_") if isinstance(spec, Mapping) else None
         if not target:
             raise UserError(
@@ -386,8 +388,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         key = config_hash({**job, "method": method_point})
         return record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
 
-    # The hash of a fit whatever scores it: the same point under another metric suite shares it.
-    fit_job = {name: value for name, value in job.items() if name != "metrics"}
+    def fit_hash_of(method_point: dict) -> str:
+        # The hash of a fit whatever scores it: the point under another metric suite shares it.
+        return config_hash({**{k: v for k, v in job.items() if k != "metrics"}, "method": method_point})
 
     outcomes = []
     same_fit = None  # the folder's records by what they fitted, read when a point needs it
@@ -415,24 +418,30 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None
         stale = found is not None and _data_changed(found[1], data.digest)
-        fit = config_hash({**fit_job, "method": point})
+        same_data: list[Path] = []
         if found and not stale:
             if found[0] == path:  # its hash is this point's: a record of earlier code learns its fit
-                complete_record(path, fit_hash=fit, data_digest=data.digest)
+                complete_record(path, fit_hash=fit_hash_of(point), data_digest=data.digest)
+        elif not cfg.force:
+            # Records of this fit on the same data under another metric suite: one skipped or
+            # timed out under today's limits would be again, and one that succeeded (on either
+            # device) lends its labels, scored with this suite instead of fitting again.
+            if same_fit is None:
+                same_fit = records_by_fit(path.parent)
+            same_data = [
+                other
+                for each in (point, *_on_other_device(point))
+                for other, digest in same_fit.get(fit_hash_of(each), [])
+                if other != path and digest == data.digest
+            ]
+            here = [other for other, _ in same_fit.get(fit_hash_of(point), []) if other in same_data]
+            found = found or _stopped_elsewhere(here, len(data.y), method.get("max_samples"), timeout)
+        if found and not stale:
             outcomes.append(_cached(params, found[1], found[0]))
             outcomes[-1].hyperparameters = hyper
             if report:
                 report(outcomes[-1])
             continue
-        # The same fit recorded under another metric suite: its labels are scored with this suite
-        # instead of fitting again, and its record gives way to this point's.
-        if same_fit is None:
-            same_fit = records_by_fit(path.parent)
-        # Records of this fit: all give way to this point's; those of the same data can lend it
-        # their labels and the metrics only they hold.
-        others = [(other, digest) for other, digest in same_fit.get(fit, []) if other != path]
-        superseded = [other for other, _ in others]
-        same_data = [other for other, digest in others if digest == data.digest]
         base = {
             "experiment": experiment,
             "profile": cfg.profile.name,
@@ -443,28 +452,24 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "params": json.dumps(hyper, sort_keys=True),
             "device": getattr(estimator, "device", "cpu"),
             "config_hash": key,
-            "fit_hash": fit,
+            "fit_hash": fit_hash_of(point),
             "data_digest": data.digest,
             "clusterbench_version": code_version(),
         }
-        scored = None if cfg.force else _rescorable(same_data, cfg.metrics, len(data.y))
-        if scored is not None:
-            outcome = _rescore(scored, cfg.metrics, data, seed, params)
+        stored = None if cfg.force else _stored_fit(same_data, cfg.metrics, len(data.y))
+        if stored is not None:
+            outcome = _rescore(stored, cfg.metrics, data, seed, params)
         else:
             outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
-        if stale:
-            outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
+            if stale:
+                outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
         outcome.path, outcome.hyperparameters = path, hyper
         base["fit_seconds"] = outcome.fit_seconds
         base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        succeeded = outcome.status in ("ok", "rescored")
-        rows = _rows(base, outcome.scores, cfg.metrics, "ok" if succeeded else outcome.status, outcome.error)
-        if succeeded:
-            rows += _carried_rows(base, same_data, outcome.scores, outcome.labels)
-        write_record(path, rows, labels=outcome.labels)
-        if succeeded:
-            for other in superseded:
-                remove_record(other)
+        status = "ok" if outcome.status == "rescored" else outcome.status
+        write_record(
+            path, _rows(base, outcome.scores, cfg.metrics, status, outcome.error), labels=outcome.labels
+        )
         if outcome.status == "failed":
             mark_failure(path)
         outcomes.append(outcome)
@@ -605,55 +610,48 @@ def _data_changed(record, digest: str) -> bool:
     return bool(recorded) and recorded != digest
 
 
-def _rescorable(records: list[Path], metrics: DictConfig, n_points: int) -> Path | None:
-    """The latest of ``records`` (one fit under other metric suites) whose labels this suite can
-    score without the fitted estimator, or None: then the point is fitted."""
+def _stored_fit(records: list[Path], metrics: DictConfig, n_points: int) -> tuple[np.ndarray, float] | None:
+    """(labels, fit seconds) of the latest successful of ``records`` (one fit under other metric
+    suites), for this suite to score instead of fitting again; None where a metric of the suite
+    reads the fitted estimator, or no record has labels of these points."""
     if any("estimator" in inspect.signature(locate(spec._target_)).parameters for spec in metrics.values()):
         return None  # a metric reads the fitted estimator (its objective, its parameter count)
     usable = []
     for record in records:
         try:
             labels, frame = read_labels(record), read_record(record)
-        except FileNotFoundError:  # another job of the sweep superseded it meanwhile
+        except FileNotFoundError:  # removed by hand meanwhile
             continue
         if labels is not None and len(labels) == n_points and (frame["status"] == "ok").all():
-            usable.append((str(frame["timestamp"].iloc[0]), record))
-    return max(usable)[1] if usable else None
+            first = frame.iloc[0]
+            usable.append((str(first["timestamp"]), labels.astype(np.int64), float(first["fit_seconds"])))
+    return max(usable, key=lambda entry: entry[0])[1:] if usable else None
 
 
-def _rescore(record: Path, metrics: DictConfig, data: Dataset, seed: int, params: dict) -> PointResult:
-    """The fit recorded at ``record`` scored with ``metrics`` from its stored labels."""
-    labels = read_labels(record)
+def _stopped_elsewhere(records: list[Path], n_points: int, max_samples, timeout_s):
+    """(path, record) of a record of this fit, under another metric suite, that was skipped or
+    timed out under limits that still hold: the point would stop again, so it counts as done."""
+    for record in records:
+        try:
+            frame = read_record(record)
+        except FileNotFoundError:
+            continue
+        first = frame.iloc[0]
+        if first["status"] in ("skipped", "timeout") and not _limit_raised(
+            first, n_points, max_samples, timeout_s
+        ):
+            return record, frame
+    return None
+
+
+def _rescore(stored: tuple[np.ndarray, float], metrics: DictConfig, data: Dataset, seed: int, params: dict):
+    """A fit's stored labels scored with ``metrics``: a :class:`PointResult` of status rescored."""
+    labels, fit_seconds = stored
     try:
         scores = score(metrics, data, labels, seed)
     except MetricError as exc:
         return _failed(params, exc.__cause__, f"metric '{exc.name}'")
-    fit_seconds = float(read_record(record)["fit_seconds"].iloc[0])
     return PointResult(params, "rescored", scores=scores, fit_seconds=fit_seconds, labels=labels)
-
-
-def _carried_rows(base: dict, superseded: list[Path], scores: dict, labels: np.ndarray) -> list[dict]:
-    """The metrics that only superseded records of this fit hold, kept where their labels are these
-    (a fit is deterministic on the CPU; one on a GPU may differ, and its scores are then dropped)."""
-    carried = {}
-    for record in superseded:
-        try:
-            if not np.array_equal(read_labels(record), labels):
-                continue
-            rows = read_record(record).to_dict("records")
-        except FileNotFoundError:  # another job of the sweep superseded it meanwhile
-            continue
-        for row in rows:
-            if row["status"] == "ok" and row["metric"] not in scores and row["metric"] not in carried:
-                carried[row["metric"]] = {
-                    **base,
-                    "metric": row["metric"],
-                    "metric_params": row["metric_params"],
-                    "value": row["value"],
-                    "status": "ok",
-                    "error": "",
-                }
-    return list(carried.values())
 
 
 def _cached(params: dict, frame, path: Path) -> PointResult:

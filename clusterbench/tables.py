@@ -113,14 +113,17 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     # two method configs of the same estimator and hyperparameters share a hash).
     run = ["method", "config_hash"]
     keys = ["experiment", "profile", "dataset", "variant", "seed", "params", "status", "error", "fit_seconds"]
-    runs = records[run + keys + ["timestamp"]].drop_duplicates(run).set_index(run)
+    if "fit_hash" not in records:  # records written before records kept one
+        records = records.assign(fit_hash="")
+    runs = records[run + keys + ["fit_hash", "timestamp"]].drop_duplicates(run).set_index(run)
     ok = records[records["status"] == "ok"]
     if not ok.empty:
         wide = ok.pivot_table(index=run, columns="metric", values="value", aggfunc="first")
         runs = runs.join(wide)
+    runs = _one_run_per_fit(runs.reset_index(), metrics=list(ok["metric"].unique()))
     # In an order of what the runs are, not of their hashes: the first of runs tied on a
     # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
-    runs = _without_device_twins(runs.reset_index())
+    runs = _without_device_twins(runs)
     what = ["experiment", "dataset", "method", "variant", "params", "seed"]
     keys = [
         (*names, _params_order(params), seed) for *names, params, seed in runs[what].itertuples(index=False)
@@ -145,6 +148,23 @@ def _value_key(value) -> tuple:
     if isinstance(value, list):
         return (2, tuple(map(_value_key, value)))
     return (3, json.dumps(value, sort_keys=True))
+
+
+def _one_run_per_fit(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """One run per fit: records of one fit under several metric suites (one ``fit_hash``) count
+    once, as the latest that succeeded (else the latest), with each metric from the latest
+    successful record that holds it."""
+    shared = runs["fit_hash"].fillna("") != ""
+    keys = ["experiment", "profile", "dataset", "method", "fit_hash"]
+    if not runs[shared].duplicated(keys).any():
+        return runs
+    ranked = runs[shared].assign(succeeded=runs["status"] == "ok")
+    ranked = ranked.sort_values(["succeeded", "timestamp"], ascending=False, kind="stable")
+    kept = ranked.drop_duplicates(keys).set_index(keys)
+    succeeded = ranked[ranked["succeeded"]]
+    if metrics and not succeeded.empty:
+        kept.update(succeeded.groupby(keys, sort=False)[metrics].first())  # first non-missing value
+    return pd.concat([runs[~shared], kept.reset_index().drop(columns="succeeded")], ignore_index=True)
 
 
 def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:
@@ -473,9 +493,10 @@ def cell_gain(spec, side: str, values: pd.Series, dataset: str, metric: str, col
         return math.nan
     if column not in (OmegaConf.select(spec, "gain.columns") or spec.columns):
         return math.nan
-    if side == "paper" and spec.get("paper_gain") is not None:
-        printed = OmegaConf.select(spec, f"paper_gain.{metric}.{dataset}.{column}")
-        return math.nan if printed is None else float(printed)
+    if side == "paper":
+        printed = OmegaConf.select(spec, f"paper_gain.{metric}.{dataset}.{column}", default="not given")
+        if printed != "not given":  # null: the paper prints no gain there
+            return math.nan if printed is None else float(printed)
     return relative_gain(values[reference], values[column])
 
 
@@ -641,55 +662,92 @@ def table_spec(name: str) -> DictConfig:
 
 
 def check_spec(spec: DictConfig) -> None:
-    """A user error for a name in a spec that names nothing (a misspelt row, method, column or
-    metric): each would otherwise leave its cell empty, or its paper value unprinted, without a word."""
-    fix = f"fix conf/table/{spec.name}.yaml"
+    """A user error for a key of the spec that names no column, row or metric of the table (in
+    ``gain``, ``win_loss``, ``paper``, ``paper_gain``, ``paper_win_loss``): its paper value would go
+    unprinted without a word. Rows, methods and metrics are checked against the records too, when
+    a table is built (:func:`build_table`)."""
     rows, columns = set(spec.rows), set(spec.columns)
-    for row in rows - set(spec.get("unavailable") or {}) - set(options("dataset")):
+    fix = f"fix conf/table/{spec.name}.yaml"
+    reference = OmegaConf.select(spec, "gain.reference")
+    named = {
+        "gain.reference": [] if reference is None else [reference],
+        "gain.columns": _listed(spec, "gain.columns"),
+        "win_loss": _listed(spec, "win_loss"),
+    }
+    for key, values in named.items():
+        for value in values:
+            if value not in columns:
+                raise UserError(f"table {spec.name}: {key} names '{value}', which is no column; {fix}")
+    levels = {
+        "paper": [("metric", spec.metrics), ("row", rows), ("column", columns)],
+        "paper_gain": [("metric", spec.metrics), ("row", rows), ("column", columns)],
+        "paper_win_loss": [("metric", spec.metrics), ("W/L row", named["win_loss"]), ("column", columns)],
+    }
+    for entry, expected in levels.items():
+        _check_levels(spec, entry, spec.get(entry), expected)
+
+
+def _listed(spec: DictConfig, key: str) -> list:
+    value = OmegaConf.select(spec, key)
+    if value is not None and not isinstance(value, ListConfig):
+        raise UserError(f"table {spec.name}: {key} must be a list of columns, got {value!r}")
+    return list(value or [])
+
+
+def _check_levels(spec: DictConfig, where: str, node, expected: list) -> None:
+    """Each key of ``node`` down ``expected``'s levels names one of that level's known names."""
+    if node is None or not expected:
+        return
+    (what, known), *deeper = expected
+    if not isinstance(node, DictConfig):
         raise UserError(
-            f"table {spec.name}: row '{row}' is no dataset (see `clusterbench list`); {fix}, or list it "
-            "under unavailable: with the reason"
+            f"table {spec.name}: {where} must map each {what} to its entries, got {node!r}; "
+            f"fix conf/table/{spec.name}.yaml"
+        )
+    for name, child in node.items():
+        if name not in known:
+            raise UserError(
+                f"table {spec.name}: {where}.{name} names no {what} of the table "
+                f"({', '.join(map(str, known))}); fix conf/table/{spec.name}.yaml"
+            )
+        _check_levels(spec, f"{where}.{name}", child, deeper)
+
+
+def _check_against_records(spec: DictConfig, records: pd.DataFrame) -> None:
+    """A user error for a row, method or metric of the table that names no dataset, method or
+    metric that exists (a config's, or one in its records): its cells would all be empty without
+    a word."""
+    fix = f"fix conf/table/{spec.name}.yaml"
+    datasets = {load_option("dataset", name).get("name", name) for name in options("dataset")}
+    for row in set(spec.rows) - set(spec.get("unavailable") or {}) - datasets - set(records["dataset"]):
+        raise UserError(
+            f"table {spec.name}: row '{row}' is no dataset (see `clusterbench list`) and in none of its "
+            f"records; {fix}, or list it under unavailable: with the reason"
         )
     references = [("columns", key, column) for key, column in spec.columns.items()]
     if spec.protocol.get("reference") is not None:
         references.append(("protocol", "reference", spec.protocol.reference))
+    methods = set(method_names()) | set(records["method"])
     for where, key, column in references:
-        if column.get("method") is not None and column.method not in method_names():
+        if column.get("method") is not None and column.method not in methods:
             raise UserError(
                 f"table {spec.name}: {where}.{key} reads method '{column.method}', which no method config "
-                f"names ({', '.join(method_names())}); {fix} (a column without method shows the paper only)"
+                f"or record names ({', '.join(sorted(methods))}); {fix} (a column without method shows "
+                "the paper only)"
             )
-    named = {
-        "gain.reference": [OmegaConf.select(spec, "gain.reference")],
-        "gain.columns": OmegaConf.select(spec, "gain.columns") or [],
-        "win_loss": spec.get("win_loss") or [],
-    }
-    for key, values in named.items():
-        for value in values:
-            if value is not None and value not in columns:
-                raise UserError(f"table {spec.name}: {key} names '{value}', which is no column; {fix}")
-    for entry in ("paper", "paper_gain"):
-        for metric, by_dataset in (spec.get(entry) or {}).items():
-            _check_names(spec, f"{entry}.{metric}", metric, spec.metrics, "metric")
-            for dataset, by_column in by_dataset.items():
-                _check_names(spec, f"{entry}.{metric}.{dataset}", dataset, rows, "row")
-                for column in by_column:
-                    _check_names(spec, f"{entry}.{metric}.{dataset}.{column}", column, columns, "column")
-    for metric, by_reference in (spec.get("paper_win_loss") or {}).items():
-        _check_names(spec, f"paper_win_loss.{metric}", metric, spec.metrics, "metric")
-        for reference, by_column in by_reference.items():
-            where = f"paper_win_loss.{metric}.{reference}"
-            _check_names(spec, where, reference, spec.get("win_loss") or [], "W/L row")
-            for column in by_column:
-                _check_names(spec, f"{where}.{column}", column, columns, "column")
-
-
-def _check_names(spec: DictConfig, where: str, name: str, known, what: str) -> None:
-    if name not in known:
-        raise UserError(
-            f"table {spec.name}: {where} names no {what} of the table ({', '.join(map(str, known))}); "
-            f"fix conf/table/{spec.name}.yaml"
-        )
+    if spec.protocol.kind == "agreement" or not (records["status"] == "ok").any():
+        return  # agreement compares stored labels; runs that all stopped leave no metric to check
+    held = set(records["metric"]) | {"fit_seconds"}
+    wanted = list(spec.metrics)
+    for metric in spec.metrics:
+        wanted += ranking(spec.protocol, metric)[0]
+    for metric in wanted:
+        if metric not in held:
+            raise UserError(
+                f"table {spec.name}: no record of {', '.join(spec.experiments)} holds metric '{metric}' "
+                f"(they hold {', '.join(sorted(held - {'', 'fit_seconds'}))}); fix the table's metrics or "
+                "protocol, or add it to the experiments' metric suite"
+            )
 
 
 def _paper_within(paper: DictConfig, spec: DictConfig) -> dict:
@@ -722,26 +780,8 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
             f"run them first (clusterbench run -m experiment={spec.experiments[0]} profile={profile}) "
             "or name the folder and profile that hold them (--results-dir, --profile)"
         )
-    _check_metrics(spec, records)
+    _check_against_records(spec, records)
     return write_table(spec, records, Path(results_dir) / "tables" / profile, profile, results_dir)
-
-
-def _check_metrics(spec: DictConfig, records: pd.DataFrame) -> None:
-    """A user error for a table metric that none of its records holds (misspelt, or not in the
-    experiments' metric suite): its cells would all be empty without a word."""
-    if spec.protocol.kind == "agreement":
-        return  # its metrics compare the stored labels of two runs
-    held = set(records["metric"]) | {"fit_seconds"}
-    wanted = list(spec.metrics)
-    for metric in spec.metrics:
-        wanted += ranking(spec.protocol, metric)[0]
-    for metric in wanted:
-        if metric not in held:
-            raise UserError(
-                f"table {spec.name}: no record of {', '.join(spec.experiments)} holds metric '{metric}' "
-                f"(they hold {', '.join(sorted(held - {'', 'fit_seconds'}))}); fix the table's metrics or "
-                "protocol, or add it to the experiments' metric suite"
-            )
 
 
 def write_table(

@@ -519,3 +519,12 @@ def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeyp
     assert "zoo                  MISMATCH: sha256 differs from MANIFEST.csv" in capsys.readouterr().out
     with pytest.raises(UserError, match="no folder"):
         import_folder(tmp_path / "nowhere", cache)
+
+
+def test_labels_from_a_users_own_source_function_of_mixed_or_missing_objects():
+    from clusterbench.data import as_labels
+
+    assert as_labels(np.array([1, "a", 1], dtype=object), "toy").tolist() == [0, 1, 0]
+    assert as_labels(np.array([1e19, 0.0]), "toy").tolist() == [1, 0]  # beyond int64: numbered
+    with pytest.raises(UserError, match="1 missing or infinite labels"):
+        as_labels(np.array(["x", None], dtype=object), "toy")

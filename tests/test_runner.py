@@ -327,31 +327,51 @@ def test_seed_and_metric_suite_are_part_of_the_record_identity(tmp_path):
     assert list(read_record(one.path)["seed"].unique()) == [1]
 
 
-def test_a_new_metric_suite_rescores_the_stored_labels_and_keeps_one_record_per_fit(tmp_path, kmeans_fits):
+def test_a_new_metric_suite_rescores_the_stored_labels_and_tables_count_the_fit_once(tmp_path, kmeans_fits):
     (default,) = run_job(iris(tmp_path))
     (external,) = run_job(iris(tmp_path, "metrics=external"))
     assert external.status == "rescored" and len(kmeans_fits) == 1
     assert external.scores == pytest.approx({k: default.scores[k] for k in external.scores})
-    assert record_files(tmp_path) == [external.path]  # the fit's one record, under its latest suite
-    record = read_record(external.path).set_index("metric")
-    assert set(record.index) == set(default.scores)  # metrics only the old suite held are kept
-    assert record.loc["sc", "value"] == pytest.approx(default.scores["sc"])
-    assert record["fit_seconds"].iloc[0] == pytest.approx(default.fit_seconds)
-    assert len(set(wide_runs(load_records(tmp_path, "smoke"))["config_hash"])) == 1  # a table sees one run
-    (back,) = run_job(iris(tmp_path))
-    assert back.status == "rescored" and len(kmeans_fits) == 1 and record_files(tmp_path) == [default.path]
-    assert "(rescored from its stored labels)" in summary_line("iris", "kmeans", 0, back)
+    assert read_record(external.path)["fit_seconds"].iloc[0] == pytest.approx(default.fit_seconds)
+    assert "(rescored from its stored labels)" in summary_line("iris", "kmeans", 0, external)
+    runs = wide_runs(load_records(tmp_path, "smoke"))
+    assert len(runs) == 1  # one fit, two suites: one run, with every metric of both
+    assert runs["sc"].iloc[0] == pytest.approx(default.scores["sc"])
+    assert runs["purity"].iloc[0] == pytest.approx(external.scores["purity"])
+    for suite in ([], ["metrics=external"], []):  # each suite's record stays: alternating resumes
+        (again,) = run_job(iris(tmp_path, *suite))
+        assert again.status == "cached" and len(kmeans_fits) == 1
+    assert len(record_files(tmp_path)) == 2
 
 
-def test_a_suite_with_a_metric_of_the_fitted_estimator_fits_again_and_supersedes_the_record(
-    tmp_path, kmeans_fits
-):
+def test_a_suite_with_a_metric_of_the_fitted_estimator_fits_again(tmp_path, kmeans_fits):
     run_job(iris(tmp_path, "metrics=external"))
-    params = "+metrics.params._target_=clusterbench.metrics.n_params"
-    (refit,) = run_job(iris(tmp_path, "metrics=external", params))
+    size = "+metrics.size._target_=clusterbench.metrics.n_params"
+    (refit,) = run_job(iris(tmp_path, "metrics=external", size))
     assert refit.status == "ok" and len(kmeans_fits) == 2  # n_params reads the estimator
-    assert record_files(tmp_path) == [refit.path]
-    assert set(read_record(refit.path)["metric"]) == {"nmi", "ari", "acc", "purity", "params"}
+    runs = wide_runs(load_records(tmp_path, "smoke"))
+    assert len(runs) == 1 and runs["size"].iloc[0] == 12 and runs["purity"].notna().all()
+
+
+def test_a_point_skipped_under_another_suite_is_not_tried_again(tmp_path, kmeans_fits):
+    (skipped,) = run_job(iris(tmp_path, "+method.max_samples=10"))
+    (again,) = run_job(iris(tmp_path, "+method.max_samples=10", "metrics=external"))
+    assert skipped.status == again.status == "skipped" and again.path == skipped.path
+    assert len(record_files(tmp_path)) == 1 and kmeans_fits == []
+
+
+def test_labels_of_other_data_are_not_rescored(tmp_path, kmeans_fits, monkeypatch):
+    run_job(iris(tmp_path))
+    monkeypatch.setattr(runner, "load_dataset", shifted_data)
+    (external,) = run_job(iris(tmp_path, "metrics=external"))
+    assert external.status == "ok" and len(kmeans_fits) == 2
+
+
+def shifted_data(cfg, max_samples=None):
+    """The dataset as the config loads it, every feature shifted: the same config, other data."""
+    data = load_dataset(cfg, max_samples)
+    X = data.X + 1.0
+    return dataclasses.replace(data, X=X, digest=data_digest(X, data.y))
 
 
 def test_a_record_of_earlier_code_learns_its_fit_and_data_when_a_rerun_finds_it(tmp_path, kmeans_fits):
@@ -364,19 +384,12 @@ def test_a_record_of_earlier_code_learns_its_fit_and_data_when_a_rerun_finds_it(
     assert again.status == "cached" and len(kmeans_fits) == 1
     assert first.path.read_text() == written  # the same record, the two fields filled in
     (external,) = run_job(iris(tmp_path, "metrics=external"))
-    assert external.status == "rescored" and record_files(tmp_path) == [external.path]
+    assert external.status == "rescored" and len(kmeans_fits) == 1
 
 
 def test_a_record_fitted_on_other_data_is_fitted_again(tmp_path, kmeans_fits, monkeypatch):
     (first,) = run_job(iris(tmp_path))
-    original = runner.load_dataset
-
-    def replaced(cfg, max_samples=None):  # the same config, another file behind it
-        data = original(cfg, max_samples)
-        X = data.X + 1.0
-        return dataclasses.replace(data, X=X, digest=data_digest(X, data.y))
-
-    monkeypatch.setattr(runner, "load_dataset", replaced)
+    monkeypatch.setattr(runner, "load_dataset", shifted_data)  # the same config, another file behind it
     (again,) = run_job(iris(tmp_path))
     assert again.status == "ok" and len(kmeans_fits) == 2 and again.path == first.path
     assert again.warnings[0] == "the data changed since this point's record: fitted again"
@@ -402,6 +415,10 @@ def test_a_record_fitted_on_other_data_is_fitted_again(tmp_path, kmeans_fits, mo
         ("force=maybe", ["force must be true or false", "'maybe'"]),
         ("+grids.kmeans.init=[]", ["grids.kmeans", "'init'", "non-empty"]),
         ("+metrics.foo=3", ["metric 'foo' needs _target_"]),
+        (
+            "+metrics.seed._target_=clusterbench.metrics.nmi",
+            ["metric 'seed' takes the name of a record column"],
+        ),
         (
             "+metrics.foo._target_=clusterbench.metrics.POINTWISE",
             ["metric 'foo': _target_ 'clusterbench.metrics.POINTWISE' is not an importable function"],
@@ -692,3 +709,11 @@ def test_an_estimator_without_labels_is_scored_by_its_predict_and_one_without_ei
         UserError, match="method 'kmeans': the fitted NoLabels sets no labels_ and has no predict"
     ):
         run_job(iris(tmp_path, "method.estimator._target_=tests.helpers.NoLabels"))
+
+
+def test_a_fit_on_the_other_device_is_rescored_under_a_new_suite(tmp_path, monkeypatch):
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    on = "method.estimator._target_=tests.test_runner.OnDevice"
+    run_job(iris(tmp_path, on, "+method.estimator.device=cpu"))
+    (cuda,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "metrics=external"))
+    assert cuda.status == "rescored" and OnDevice.fits == 1

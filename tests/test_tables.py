@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -282,9 +283,12 @@ def test_paper_side_prints_the_papers_own_gains_and_win_loss_and_gain_columns_li
 
 def test_committed_clam_table1_paper_side_is_the_papers_table_1():
     """Every value, gain and W/L cell of the spec's paper side against Table 1 in the paper's text."""
-    text_path = REPO.parent / "shared" / "papers" / "clam.txt"
-    if not text_path.exists():
-        pytest.skip("the papers are not beside the repository")
+    beside = [REPO.parent / "shared" / "papers"]
+    if os.environ.get("CLUSTERBENCH_DATA"):  # the datasets' folder of ../shared lies beside the papers
+        beside.append(Path(os.environ["CLUSTERBENCH_DATA"]).parent / "papers")
+    text_path = next((folder / "clam.txt" for folder in beside if (folder / "clam.txt").exists()), None)
+    if text_path is None:
+        pytest.skip("the papers' texts are not beside the repository or the data folder")
     lines = text_path.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Dataset\tk -means\tSpectral"))
     table = OmegaConf.load(REPO / "conf" / "table" / "clam_table1.yaml")
@@ -501,7 +505,12 @@ def test_a_tables_own_paper_values_stand_over_the_borrowed_ones(monkeypatch):
     import clusterbench.tables as tables
 
     specs = {
-        "source": {"paper": {"sc": {"zoo": {"kmeans": 0.3, "clam": 0.4}, "ecoli": {"kmeans": 0.2}}}},
+        "source": {
+            "metrics": ["sc"],
+            "rows": {"zoo": "Zoo", "ecoli": "Ecoli"},
+            "columns": {"kmeans": {"method": "kmeans"}, "clam": {"method": "clam"}},
+            "paper": {"sc": {"zoo": {"kmeans": 0.3, "clam": 0.4}, "ecoli": {"kmeans": 0.2}}},
+        },
         "reader": {
             "metrics": ["sc"],
             "rows": {"zoo": "Zoo"},
@@ -610,28 +619,44 @@ def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery(
     assert abs(cmu["ours"] - cmu["paper"]) <= 0.02 and cmu["ours_std"] >= 0.03  # measured 0.755 ± 0.049
 
 
+def spec_changed(monkeypatch, name: str, change: dict) -> None:
+    """Let table ``name``'s committed spec read as if ``change`` were merged into its file."""
+    import clusterbench.tables as tables
+
+    original = tables.load_option
+    committed = original("table", name)
+    monkeypatch.setattr(
+        tables,
+        "load_option",
+        lambda group, option: (
+            OmegaConf.merge(committed, change) if group == "table" else original(group, option)
+        ),
+    )
+
+
+def write_toy_record(results_dir, dataset, method, scores, status="ok"):
+    records = frame(run(dataset, method, 0, {"n_clusters": 7}, scores, status=status))
+    records["experiment"] = "clam_baselines"
+    path = results_dir / "runs" / "smoke" / "clam_baselines" / dataset / method / "x.csv"
+    write_record(path, records.to_dict("records"))
+
+
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
-        ({"rows": {"zooo": "Zoo"}}, "row 'zooo' is no dataset"),
-        (
-            {"columns": {"kmeans": {"label": "k-means", "method": "kmean"}}},
-            "columns.kmeans reads method 'kmean'",
-        ),
         ({"gain": {"reference": "clamm"}}, "gain.reference names 'clamm', which is no column"),
+        ({"gain": {"columns": "kmeans"}}, "gain.columns must be a list of columns, got 'kmeans'"),
         ({"win_loss": ["clam", "nope"]}, "win_loss names 'nope'"),
         ({"paper": {"sc": {"iriss": {"kmeans": 0.1}}}}, "paper.sc.iriss names no row of the table"),
         ({"paper": {"sc": {"zoo": {"brich": 0.1}}}}, "paper.sc.zoo.brich names no column"),
+        ({"paper": {"sc": {"zoo": 0.5}}}, "paper.sc.zoo must map each column to its entries, got 0.5"),
         ({"paper": {"nmi": {"zoo": {"kmeans": 0.1}}}}, "paper.nmi names no metric of the table (sc)"),
         ({"paper_gain": {"sc": {"zoo": {"dce": 3}}}}, "paper_gain.sc.zoo.dce names no column"),
         ({"paper_win_loss": {"sc": {"dec": {"kmeans": "1/0"}}}}, "paper_win_loss.sc.dec names no W/L row"),
     ],
 )
 def test_a_spec_naming_what_does_not_exist_is_a_user_error(monkeypatch, change, fragment):
-    import clusterbench.tables as tables
-
-    committed = tables.load_option("table", "clam_table1")
-    monkeypatch.setattr(tables, "load_option", lambda group, name: OmegaConf.merge(committed, change))
+    spec_changed(monkeypatch, "clam_table1", change)
     with pytest.raises(UserError, match=re.escape(fragment)):
         table_spec("clam_table1")
 
@@ -641,18 +666,38 @@ def test_unavailable_rows_and_paper_only_columns_pass_the_spec_check():
     assert "gcm" in spec.unavailable and spec.columns.dcec.get("method") is None
 
 
-def test_a_table_metric_that_no_record_holds_is_a_user_error(tmp_path, monkeypatch):
-    import clusterbench.tables as tables
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (
+            {"rows": {"zooo": "Zoo"}},
+            "row 'zooo' is no dataset (see `clusterbench list`) and in none of its records",
+        ),
+        (
+            {"columns": {"kmeans": {"label": "k-means", "method": "kmean"}}},
+            "columns.kmeans reads method 'kmean'",
+        ),
+        ({"rows": {"zoo_part": "Zoo"}, "columns": {"mine": {"label": "Mine", "method": "mine"}}}, None),
+    ],
+)
+def test_rows_and_methods_must_name_a_config_or_a_record(tmp_path, monkeypatch, change, fragment):
+    write_toy_record(tmp_path, "zoo_part", "mine", {"sc": 0.37, "n_found": 7})  # dataset.name=, method.name=
+    spec_changed(monkeypatch, "clam_table3", change)
+    if fragment is None:
+        cells = build_table("clam_table3", tmp_path, "smoke").cells.set_index(["dataset", "column", "metric"])
+        assert cells.loc[("zoo_part", "mine", "sc"), "ours"] == 0.37
+    else:
+        with pytest.raises(UserError, match=re.escape(fragment)):
+            build_table("clam_table3", tmp_path, "smoke")
 
-    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.37}))
-    records["experiment"] = "clam_baselines"
-    write_record(
-        tmp_path / "runs" / "smoke" / "clam_baselines" / "zoo" / "kmeans" / "x.csv",
-        records.to_dict("records"),
-    )
-    committed = tables.load_option("table", "clam_table2")  # metric nmi: not in these records
-    monkeypatch.setattr(tables, "load_option", lambda group, name: committed)
-    with pytest.raises(
-        UserError, match="no record of clam_baselines, clam_table1 holds metric 'nmi' \\(they hold sc\\)"
-    ):
+
+def test_a_table_whose_runs_all_stopped_is_built_with_their_status(tmp_path):
+    write_toy_record(tmp_path, "zoo", "kmeans", {}, status="skipped")
+    cells = build_table("clam_table3", tmp_path, "smoke").cells.set_index(["dataset", "column", "metric"])
+    assert cells.loc[("zoo", "kmeans", "sc"), "status"] == "skipped"
+
+
+def test_a_table_metric_that_no_record_holds_is_a_user_error(tmp_path):
+    write_toy_record(tmp_path, "zoo", "kmeans", {"sc": 0.37})  # clam_table2 reads nmi
+    with pytest.raises(UserError, match=re.escape("holds metric 'nmi' (they hold sc)")):
         build_table("clam_table2", tmp_path, "smoke")

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import StratifiedShuffleSplit
 
@@ -110,16 +111,18 @@ def as_labels(y: np.ndarray, name: str) -> np.ndarray:
     such as -1, still names its class); any others (text, fractional numbers) are numbered
     0..c−1 in sorted order, which no metric of a partition can tell apart."""
     y = np.asarray(y)
-    if y.dtype.kind == "f":
-        if not np.isfinite(y).all():
-            raise UserError(
-                f"dataset '{name}' has {int((~np.isfinite(y)).sum())} missing or infinite labels in y; "
-                "drop those rows or give each a class"
-            )
-        if (y == np.round(y)).all():
-            return y.astype(np.int64)
-    elif y.dtype.kind in "iub":
+    missing = pd.isna(y) | (np.isinf(y) if y.dtype.kind == "f" else False)
+    if missing.any():
+        raise UserError(
+            f"dataset '{name}' has {int(missing.sum())} missing or infinite labels in y; "
+            "drop those rows or give each a class"
+        )
+    if y.dtype.kind in "iub" and (y.dtype.kind != "u" or y.max(initial=0) < 2**63):
         return y.astype(np.int64)
+    if y.dtype.kind == "f" and (y == np.round(y)).all() and (np.abs(y) < 2**62).all():
+        return y.astype(np.int64)
+    if y.dtype.kind == "O":
+        y = y.astype(str)  # mixed types (1 and "a") have no order of their own
     return np.unique(y, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
