@@ -390,9 +390,12 @@ def command_list(words: list[str]) -> int:
             cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
         else:
             cached = "-"
-            generator = source._target_.startswith("clusterbench.data.generators.")
-            origin = f"generator {target}" if generator else f"function {source._target_}"
-            origin = f"sklearn {source.loader}" if target == "sklearn_bundled" else origin
+            if target == "sklearn_bundled":
+                origin = f"sklearn {source.loader}"
+            elif source._target_.startswith("clusterbench.data.generators."):
+                origin = f"generator {target}"
+            else:
+                origin = f"function {source._target_}"
         print(f"  {name:<20} {n:>7} {d:>6} {spec.get('n_clusters', '?'):>4}  {cached:<6}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")

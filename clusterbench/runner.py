@@ -394,6 +394,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
 
     outcomes = []
     same_fit = None  # the folder's records by what they fitted, read when a point needs it
+    # A fit's stored labels can stand for it unless a metric of the suite reads the fitted
+    # estimator (its objective, its parameter count).
+    rescorable = not any(
+        "estimator" in inspect.signature(locate(spec._target_)).parameters for spec in cfg.metrics.values()
+    )
     grid = method_grid(cfg)
     # Every point is checked before the first fit: a value that one point of a long sweep holds
     # stops it before hours of fitting, not after. The loop builds each estimator again (cheap)
@@ -417,24 +422,24 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
         if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
             found = None
+        fit = fit_hash_of(point)
         stale = found is not None and _data_changed(found[1], data.digest)
         same_data: list[Path] = []
         if found and not stale:
-            if found[0] == path:  # its hash is this point's: a record of earlier code learns its fit
-                complete_record(path, fit_hash=fit_hash_of(point), data_digest=data.digest)
+            if found[0] == path and not _knows_its_fit(found[1]):  # a record of earlier code
+                complete_record(path, fit_hash=fit, data_digest=data.digest)
         elif not cfg.force:
             # Records of this fit on the same data under another metric suite: one skipped or
-            # timed out under today's limits would be again, and one that succeeded (on either
-            # device) lends its labels, scored with this suite instead of fitting again.
+            # timed out here under today's limits would be again, and one that succeeded (on
+            # either device) lends its labels, scored with this suite instead of fitting again.
             if same_fit is None:
                 same_fit = records_by_fit(path.parent)
-            same_data = [
-                other
-                for each in (point, *_on_other_device(point))
-                for other, digest in same_fit.get(fit_hash_of(each), [])
-                if other != path and digest == data.digest
+            here = _other_records(same_fit, fit, path, data.digest)
+            twins = [
+                _other_records(same_fit, fit_hash_of(each), path, data.digest)
+                for each in _on_other_device(point)
             ]
-            here = [other for other, _ in same_fit.get(fit_hash_of(point), []) if other in same_data]
+            same_data = here + [record for records in twins for record in records]
             found = found or _stopped_elsewhere(here, len(data.y), method.get("max_samples"), timeout)
         if found and not stale:
             outcomes.append(_cached(params, found[1], found[0]))
@@ -452,11 +457,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "params": json.dumps(hyper, sort_keys=True),
             "device": getattr(estimator, "device", "cpu"),
             "config_hash": key,
-            "fit_hash": fit_hash_of(point),
+            "fit_hash": fit,
             "data_digest": data.digest,
             "clusterbench_version": code_version(),
         }
-        stored = None if cfg.force else _stored_fit(same_data, cfg.metrics, len(data.y))
+        stored = _stored_fit(same_data, len(data.y)) if rescorable and not cfg.force else None
         if stored is not None:
             outcome = _rescore(stored, cfg.metrics, data, seed, params)
         else:
@@ -603,6 +608,17 @@ def _limit_raised(record, n_points: int, max_samples, timeout_s) -> bool:
     return False
 
 
+def _other_records(by_fit: dict, fit_hash: str, path: Path, digest: str) -> list[Path]:
+    """The records of fit ``fit_hash`` on data ``digest`` in a folder's :func:`records_by_fit`,
+    other than ``path``."""
+    return [other for other, recorded in by_fit.get(fit_hash, []) if other != path and recorded == digest]
+
+
+def _knows_its_fit(record) -> bool:
+    """Whether a record holds its ``fit_hash`` and ``data_digest`` (those of earlier code do not)."""
+    return all(column in record and bool(record[column].iloc[0]) for column in ("fit_hash", "data_digest"))
+
+
 def _data_changed(record, digest: str) -> bool:
     """Whether a record was fitted on other data than ``digest`` names (a replaced cache file, say);
     records written before records kept a digest cannot tell, and count as the same data."""
@@ -610,12 +626,10 @@ def _data_changed(record, digest: str) -> bool:
     return bool(recorded) and recorded != digest
 
 
-def _stored_fit(records: list[Path], metrics: DictConfig, n_points: int) -> tuple[np.ndarray, float] | None:
+def _stored_fit(records: list[Path], n_points: int) -> tuple[np.ndarray, float] | None:
     """(labels, fit seconds) of the latest successful of ``records`` (one fit under other metric
-    suites), for this suite to score instead of fitting again; None where a metric of the suite
-    reads the fitted estimator, or no record has labels of these points."""
-    if any("estimator" in inspect.signature(locate(spec._target_)).parameters for spec in metrics.values()):
-        return None  # a metric reads the fitted estimator (its objective, its parameter count)
+    suites), for this suite to score instead of fitting again; None where no record has labels of
+    these points."""
     usable = []
     for record in records:
         try:
