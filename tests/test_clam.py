@@ -138,9 +138,12 @@ def test_batched_restarts_equal_the_same_restarts_run_one_at_a_time(blobs):
     assert batched.loss_ == min(batched.restart_losses_)
 
 
-def test_silhouette_selection_keeps_the_restart_whose_labels_score_best(blobs):
+@pytest.mark.parametrize("spherical", [False, True])
+def test_silhouette_selection_keeps_the_restart_whose_labels_score_best(spherical, blobs):
+    # scored on X as given, also when spherical CLAM clusters the unit-norm points: the space of
+    # the silhouette a table reports
     X, _ = blobs
-    settings = {**QUICK, "epochs": 5, "restarts": 4, "beta": 0.2}
+    settings = {**QUICK, "epochs": 5, "restarts": 4, "beta": 0.2, "spherical": spherical}
     model = CLAM(**settings, restart_selection="silhouette", random_state=2).fit(X)
     singles = [CLAM(**{**settings, "restarts": 1}, random_state=seed).fit(X) for seed in model.restart_seeds_]
     scores = [

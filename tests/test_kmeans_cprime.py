@@ -126,6 +126,17 @@ def test_c_prime_equal_to_c_is_em_for_the_isotropic_gmm(model):
     np.testing.assert_allclose(fitted.history_["free_energy"], fitted.history_["log_likelihood"], atol=1e-12)
 
 
+@pytest.mark.parametrize("c_prime", [1, 2])
+def test_predict_far_from_the_origin_repeats_the_fitted_labels(c_prime):
+    # y·μ − ‖μ‖²/2 cancels at an offset of 1e8 unless the points are centred, in predict as in fit
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) + np.repeat(rng.normal(scale=3, size=(6, 3)), 50, axis=0) + 1e8
+    model = KMeansCPrime(6, c_prime=c_prime, random_state=0).fit(X)
+    nearest = ((X[:, None] - model.cluster_centers_[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(model.labels_, nearest)
+    np.testing.assert_array_equal(model.predict(X), nearest)
+
+
 def test_far_apart_clusters_give_finite_free_energies():
     rng = np.random.default_rng(0)
     X = np.concatenate([rng.normal(loc, 1e-3, size=(30, 2)) for loc in (0.0, 1e5, -1e5)])

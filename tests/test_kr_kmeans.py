@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -183,6 +184,33 @@ def test_a_prime_k_uses_the_first_k_of_the_fewest_vectors(k, sizes):
     assert model.n_iter_ < 100
 
 
+def factorisable(k: int, parts: int, smallest: int = 2) -> bool:
+    """Whether k is a product of ``parts`` integers ≥ 2."""
+    if parts == 1:
+        return k >= smallest
+    return any(
+        k % f == 0 and factorisable(k // f, parts - 1, f) for f in range(smallest, k + 1) if f**parts <= k
+    )
+
+
+@pytest.mark.parametrize("n_sets, largest_k", [(2, 200), (3, 60)])
+def test_fallback_sizes_are_the_fewest_vectors_then_the_smallest_product(n_sets, largest_k):
+    # brute force over every tuple of sizes up to 30 (beyond any winner's sum for these k):
+    # sizes ≥ 2 first, then the least sum, then the least product (31 → (4, 8), not (5, 7))
+    every = list(itertools.combinations_with_replacement(range(1, 31), n_sets))
+    for k in range(2, largest_k):
+        qualifying = [
+            sizes
+            for sizes in every
+            if math.prod(sizes) >= k
+            and all((size - 1) * math.prod(sizes[j + 1 :]) < k for j, size in enumerate(sizes))
+        ]
+        if factorisable(k, n_sets):
+            continue  # the closest factors, tested above
+        best = min(qualifying, key=lambda sizes: (min(sizes) < 2, sum(sizes), math.prod(sizes)))
+        assert protocentroid_sizes(k, n_sets) == best, k
+
+
 @pytest.mark.parametrize("n_sets", [2, 3, 4])
 def test_fallback_sizes_leave_no_protocentroid_unused(n_sets):
     for k in range(2, 200):
@@ -202,8 +230,39 @@ def test_movement_in_closed_form_equals_the_materialised_centroids():
 
 
 @pytest.mark.parametrize("aggregator", AGGREGATORS)
-def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator):
+@pytest.mark.parametrize("dtype, offset", [(np.float64, 1e8), (np.float32, 1e4)])
+def test_distances_stay_exact_far_from_the_origin(aggregator, dtype, offset):
+    # ‖x‖² − 2x·μ + ‖μ‖² on uncentred data cancels (float32 pixels in 0..255 are already far):
+    # labels, inertia and predict must be those of the explicit differences
     X, _, _ = planted(aggregator)
+    X = (X + offset).astype(dtype)
+    model = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, n_init=3, random_state=0, device="cpu").fit(X)
+    direct = ((X.astype(np.float64)[:, None] - model.cluster_centers_.astype(np.float64)[None]) ** 2).sum(-1)
+    np.testing.assert_array_equal(model.labels_, direct.argmin(1))
+    assert model.inertia_ == pytest.approx(direct.min(1).sum(), rel=1e-4)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_movement_is_exact_for_float32_protocentroids():
+    # the product's closed form Π Σa² − 2 Π Σab + Π Σb² cancels in float32 when the sets barely move
+    rng = torch.Generator().manual_seed(0)
+    old = [torch.randn(1, 10, 64, generator=rng, dtype=torch.float64) for _ in range(2)]
+    for step in (1e-7, 1e-6, 1e-5):
+        new = [t + step * torch.randn(t.shape, generator=rng, dtype=torch.float64) for t in old]
+        as32 = [[t.float() for t in sets] for sets in (new, old)]
+        exact = [[t.double() for t in sets] for sets in as32]  # the float32 values, multiplied exactly
+        moved = aggregate(exact[0], "product") - aggregate(exact[1], "product")
+        direct = (moved**2).sum()
+        assert float(centroid_movement(*as32, "product")) == pytest.approx(float(direct), rel=1e-6)
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+@pytest.mark.parametrize("scale, shift", [(1.0, 0.0), (50.0, 150.0)])
+def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator, scale, shift):
+    # the product's divisor floor (a fraction of the mean |x|) touches only x₀, never set 1's
+    # identity divisor, whatever the data's scale
+    X, _, _ = planted(aggregator)
+    X = X * scale + shift
     model = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, init="k-means++")
     points = torch.as_tensor(X)
     model.sizes_ = (2, 3)
@@ -215,6 +274,8 @@ def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator):
     fitted = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, init="k-means++", n_init=10, random_state=0)
     fitted.fit(X)
     assert np.isfinite(fitted.inertia_)
+    zeros = KhatriRaoKMeans(h=[2, 3], aggregator=aggregator, init="k-means++", random_state=0)
+    assert np.isfinite(zeros.fit(np.zeros((12, 3))).cluster_centers_).all()  # no 0/0
 
 
 @pytest.mark.parametrize("aggregator", AGGREGATORS)

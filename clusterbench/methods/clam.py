@@ -59,9 +59,13 @@ RESTART_SELECTIONS = ("loss", "silhouette")
 SELECTION_MAX_SAMPLES = 20000
 # init="gaussian": prototypes start at N(0.1, 0.1²) in every coordinate (the authors' code).
 INIT_MEAN, INIT_STD = 0.1, 0.1
-# Plateau schedule (CLAM Table 5, authors' code): from epoch PLATEAU_WINDOW on, the mean of the
-# last PLATEAU_WINDOW epoch losses must improve on its best by LR_THRESHOLD (absolute) within
-# LR_PATIENCE epochs, else the learning rate is multiplied by LR_FACTOR.
+# Plateau schedule (CLAM Table 5's factor, patience, threshold and minimum lr; App. B.1: "reduce
+# the learning rate by a factor of 0.8 if the training loss does not ameliorate"): from epoch
+# PLATEAU_WINDOW on, the mean of the last PLATEAU_WINDOW epoch losses must improve on its best by
+# LR_THRESHOLD (absolute) within LR_PATIENCE epochs, else the learning rate is multiplied by
+# LR_FACTOR. The authors' code compares with the previous epoch's mean instead of the best, on its
+# epoch loss (a sum of batch means over all B·d entries, about n·p/B times ours), so its rate
+# decays less often; README ("Causes of the CTG and Segment misses") gives the measured effect.
 PLATEAU_WINDOW = 10
 LR_FACTOR = 0.8
 LR_PATIENCE = 5
@@ -319,10 +323,11 @@ class CLAM(ClusterMixin, BaseEstimator):
             labels = self._assign(data, trained.prototypes[one], kept_weights)[0].cpu().numpy()
         else:
             every = self._assign(data, trained.prototypes, log_weights).cpu().numpy()
-            points = data.cpu().numpy()
+            # scored on X as given (not the unit-norm points of spherical CLAM): the space the
+            # reported silhouette uses
             self.restart_scores_ = np.array(
                 [
-                    silhouette(points, found, max_samples=SELECTION_MAX_SAMPLES)
+                    silhouette(X, found, max_samples=SELECTION_MAX_SAMPLES)
                     if len(np.unique(found)) > 1
                     else -1.0
                     for found in every
@@ -505,7 +510,7 @@ class CLAM(ClusterMixin, BaseEstimator):
         """One restart's (k, d) starting prototypes.
 
         'gaussian': every coordinate N(0.1, 0.1²), no data-based seeding (the authors' code and the
-        paper's "works well without any special seeding", §1). 'random': k distinct data points.
+        paper's "works well without any special seeding", §2). 'random': k distinct data points.
         'k-means++': the k-means++ seeding (Arthur & Vassilvitskii 2007) of scikit-learn.
         """
         n, d = data.shape

@@ -17,10 +17,10 @@ parameters Θ_t: the free energy F(K_t, Θ_t) (eq. 7; at t = 0 F(K_1, Θ_0), the
 seeds), the GMM log-likelihood ℒ(Θ_t) (eq. 3), the quantization error φ (eq. 1, each point to its
 nearest centre) and σ²_t. For hard assignments (C′ = 1 and lazy-k-means) also eq. 13,
 −log C − (D/2) log(2πeσ²), and the bound of eq. 17 computed from the k-means objective J of the
-assignments; the three agree up to rounding. The sequence of free energies never decreases:
-F(K_t, Θ_t) ≤ F(K_t+1, Θ_t) (E-step, Prop. 1) ≤ F(K_t+1, Θ_t+1) (M-step). All of them are
-computed in log space with the maximum shifted out (log-sum-exp), so far-apart clusters give
-finite values, never −inf or NaN.
+assignments; the three agree up to rounding while σ² is above its floor (below). The sequence
+of free energies never decreases: F(K_t, Θ_t) ≤ F(K_t+1, Θ_t) (E-step, Prop. 1) ≤
+F(K_t+1, Θ_t+1) (M-step). All of them are computed in log space with the maximum shifted out
+(log-sum-exp), so far-apart clusters give finite values, never −inf or NaN.
 
 Where the paper leaves a choice open, and what is done here:
 
@@ -205,7 +205,8 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         X = check_predict_input(self, X, "cluster_centers_")
         points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
         centres = torch.as_tensor(self.cluster_centers_, device=self.device_)[None]
-        return affinities(points, centres)[0].argmax(0).cpu().numpy()
+        offset = points.mean(0)  # centred as in fit: the affinities cancel far from the origin
+        return affinities(points - offset, centres - offset)[0].argmax(0).cpu().numpy()
 
     # ------------------------------------------------------------------ checks and seeding
 

@@ -31,7 +31,6 @@ Where the paper leaves a choice open, and what is done here:
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,8 +60,8 @@ CHUNK_ELEMENTS = 1 << 20
 # time (whole runs of the last set): the fit's memory stays near the data's own.
 LEAN_CHUNK_ELEMENTS = 1 << 16
 BLOCK_CENTROIDS = 256
-# k-means++ seeding with the product aggregator divides by the anchor protocentroids; divisor
-# coordinates smaller than this fraction of the data's mean absolute value are raised to it.
+# k-means++ seeding with the product aggregator divides by the anchor point x₀; its coordinates
+# smaller in magnitude than this fraction of the data's mean absolute value are raised to it.
 DIVISOR_FLOOR = 0.1
 
 
@@ -84,15 +83,28 @@ def protocentroid_sizes(n_clusters: int, n_sets: int = 2) -> tuple[int, ...]:
     exact = [f for f in _factorisations(n_clusters, n_sets, smallest=2) if math.prod(f) == n_clusters]
     if exact:
         return min(exact, key=sum)
-    base = max(2, math.ceil(n_clusters ** (1 / n_sets)) - 1)
-    searched = itertools.combinations_with_replacement(range(1, base + 3), n_sets)
-    # (1, …, 1, k) always qualifies, so the search never comes back empty.
-    candidates = [
-        sizes
-        for sizes in [*searched, (1,) * (n_sets - 1) + (n_clusters,)]
-        if math.prod(sizes) >= n_clusters and _first_tuples_use_all(sizes, n_clusters)
+    # Sizes ≥ 2 by increasing sum, then sizes ≥ 1; (1, …, 1, k), of sum k + p − 1, always qualifies.
+    for smallest in (2, 1):
+        for total in range(smallest * n_sets, n_clusters + n_sets):
+            fitting = [
+                sizes
+                for sizes in _tuples_with_sum(total, n_sets, smallest)
+                if math.prod(sizes) >= n_clusters and _first_tuples_use_all(sizes, n_clusters)
+            ]
+            if fitting:
+                return min(fitting, key=math.prod)
+    raise AssertionError("unreachable: (1, …, 1, k) qualifies")
+
+
+def _tuples_with_sum(total: int, parts: int, smallest: int) -> list[tuple[int, ...]]:
+    """Non-decreasing tuples of ``parts`` integers ≥ ``smallest`` that sum to ``total``."""
+    if parts == 1:
+        return [(total,)] if total >= smallest else []
+    return [
+        (first, *rest)
+        for first in range(smallest, total // parts + 1)
+        for rest in _tuples_with_sum(total - first, parts - 1, first)
     ]
-    return min(candidates, key=lambda sizes: (min(sizes) < 2, sum(sizes), math.prod(sizes)))
 
 
 def _first_tuples_use_all(sizes: tuple[int, ...], n_clusters: int) -> bool:
@@ -175,8 +187,10 @@ def centroid_movement(
     Sum: μ_new − μ_old = Σ_l Δ_l[j_l], whose squared norm summed over all index tuples is
     Σ_l (K/h_l) Σ_j ‖Δ_lj‖² + Σ_(l≠m) (K/(h_l h_m)) ⟨Σ_j Δ_lj, Σ_j Δ_mj⟩ with K = Πh.
     Product, per coordinate: Σ (Π_l a_l − Π_l b_l)² = Π_l Σ_j a² − 2 Π_l Σ_j ab + Π_l Σ_j b².
-    Tensors are (R, h_l, d); returns (R,).
+    Tensors are (R, h_l, d); returns (R,). Computed in float64: in float32 the product's three
+    terms cancel (a true movement of 1e-6 came out as 6e-3, one of 1e-4 as 0).
     """
+    new, old = [t.double() for t in new], [t.double() for t in old]
     if aggregator == "sum":
         n_combinations = math.prod(theta.shape[-2] for theta in new)
         deltas = [a - b for a, b in zip(new, old, strict=True)]
@@ -223,7 +237,7 @@ class KhatriRaoCentroids:
         ]
         labels, _ = assign(
             points,
-            (points**2).sum(1),
+            centred_norms(points),
             protocentroids,
             self.aggregator,
             self.n_centroids_,
@@ -374,9 +388,10 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         anchors are the aggregator's identity (0 for sum, 1 for product). Every further
         protocentroid θˡ_j (j ≥ 1) is solved so that the centroid (0, …, j, …, 0) equals a point
         drawn with probability ∝ its squared distance to the points drawn so far (k-means++):
-        θˡ_j = x − Σ_(m≠l) θᵐ₀ or x ⊘ Π_(m≠l) θᵐ₀. That samples Σh − p + 1 centroids. The product's
-        divisor Π_(m≠l) θᵐ₀ is x₀ for every set after the first (1 for the first); its near-zero
-        coordinates are floored (``DIVISOR_FLOOR``).
+        θˡ_j = x − Σ_(m≠l) θᵐ₀ or x ⊘ Π_(m≠l) θᵐ₀. That samples Σh − p + 1 centroids. The other
+        sets' anchors combine to x₀ for every set after the first and to the identity for the
+        first; the product divides by x₀ with its near-zero coordinates floored (``DIVISOR_FLOOR``,
+        kept above 0 so that all-zero data gives no 0/0).
         """
         n = len(points)
         identity = 0.0 if self.aggregator == "sum" else 1.0
@@ -387,18 +402,18 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         ]
         sets[0][0] = first
         nearest = ((points - first) ** 2).sum(1)
-        floor = DIVISOR_FLOOR * points.abs().mean()
+        floor = (DIVISOR_FLOOR * points.abs().mean()).clamp_min(torch.finfo(points.dtype).tiny)
+        divisor = torch.where(first < 0, -1.0, 1.0).to(first.dtype) * first.abs().clamp_min(floor)
         for set_index, size in enumerate(self.sizes_):
-            anchors = [sets[m][0] for m in range(len(sets)) if m != set_index]
             for j in range(1, size):
                 weights = nearest if float(nearest.sum()) > 0 else torch.ones_like(nearest)
                 x = points[torch.multinomial(weights, 1, generator=generator)][0]
-                if self.aggregator == "sum":
-                    sets[set_index][j] = x - sum(anchors)
+                if set_index == 0:
+                    sets[0][j] = x
+                elif self.aggregator == "sum":
+                    sets[set_index][j] = x - first
                 else:
-                    divisor = math.prod(anchors) if anchors else torch.ones_like(x)
-                    sign = torch.where(divisor < 0, -1.0, 1.0).to(x.dtype)
-                    sets[set_index][j] = x / (sign * divisor.abs().clamp_min(floor))
+                    sets[set_index][j] = x / divisor
                 nearest = torch.minimum(nearest, ((points - x) ** 2).sum(1))
         return sets
 
@@ -410,7 +425,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         Each iteration computes only the restarts still running, so the batch costs the sum of
         their iterations, not R times the slowest one's.
         """
-        norms = (points**2).sum(1)
+        frame = centred_norms(points)
         protocentroids = [theta.clone() for theta in start]
         restarts = start[0].shape[0]
         active = torch.ones(restarts, dtype=torch.bool, device=points.device)
@@ -420,7 +435,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
             running = active.nonzero().squeeze(1)
             current = [theta[running] for theta in protocentroids]
             labels, distances = assign(
-                points, norms, current, self.aggregator, self.n_centroids_, self.memory_efficient
+                points, frame, current, self.aggregator, self.n_centroids_, self.memory_efficient
             )
             for r, inertia in zip(running.tolist(), distances.sum(1).tolist(), strict=True):
                 history[r].append(inertia)
@@ -441,7 +456,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
             if not active.any():
                 break
         labels, distances = assign(
-            points, norms, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
+            points, frame, protocentroids, self.aggregator, self.n_centroids_, self.memory_efficient
         )
         inertia = distances.sum(1)
         for r, value in enumerate(inertia.tolist()):
@@ -449,23 +464,40 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         return _Restarts(protocentroids, labels, inertia, n_iter, history)
 
 
-def assign(points, norms, protocentroids, aggregator, n_centroids, memory_efficient=False):
+def centred_norms(points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the points' mean m, ‖x − m‖² of each point): the frame :func:`assign` measures in.
+
+    Distances do not change under a shift, but the GEMM identity ‖x‖² − 2x·μ + ‖μ‖² loses to
+    cancellation whatever the data's offset from the origin adds to ‖x‖² (float32 pixels in
+    0..255 already misplace points), so it is applied to x − m and μ − m (scikit-learn's KMeans
+    centres its data for the same reason). Computed in row chunks: no (n, d) temporary.
+    """
+    mean = points.mean(0)
+    rows = max(1, CHUNK_ELEMENTS // points.shape[1])
+    norms = torch.cat([((points[lo : lo + rows] - mean) ** 2).sum(1) for lo in range(0, len(points), rows)])
+    return mean, norms
+
+
+def assign(points, frame, protocentroids, aggregator, n_centroids, memory_efficient=False):
     """Nearest of the first ``n_centroids`` centroids for every point and restart.
 
-    ``points`` (n, d) with ``norms`` = ‖x‖² (n,); ``protocentroids`` p tensors (R, h_l, d).
-    Returns labels (R, n) and squared distances (R, n). Distances by the GEMM identity
-    ‖x‖² − 2x·μ + ‖μ‖², in row chunks so that no temporary exceeds ``CHUNK_ELEMENTS``
-    (``LEAN_CHUNK_ELEMENTS`` when memory-efficient); the running minimum keeps the first nearest centroid.
+    ``points`` (n, d) with ``frame`` = :func:`centred_norms` of them; ``protocentroids`` p tensors
+    (R, h_l, d). Returns labels (R, n) and squared distances (R, n). Distances by the GEMM identity
+    ‖x − m‖² − 2(x − m)·(μ − m) + ‖μ − m‖², in row chunks so that no temporary exceeds
+    ``CHUNK_ELEMENTS`` (``LEAN_CHUNK_ELEMENTS`` when memory-efficient); the running minimum keeps
+    the first nearest centroid.
     """
+    mean, norms = frame
     restarts, n = protocentroids[0].shape[0], len(points)
     best = torch.full((restarts, n), math.inf, dtype=points.dtype, device=points.device)
     labels = torch.zeros((restarts, n), dtype=torch.long, device=points.device)
     for start, centroids in _centroid_blocks(protocentroids, aggregator, n_centroids, memory_efficient):
+        centroids = centroids - mean
         squared = (centroids**2).sum(-1)[:, None, :]
         budget = LEAN_CHUNK_ELEMENTS if memory_efficient else CHUNK_ELEMENTS
         rows = max(1, budget // (restarts * centroids.shape[1]))
         for lo in range(0, n, rows):
-            chunk = points[lo : lo + rows].expand(restarts, -1, -1)
+            chunk = (points[lo : lo + rows] - mean).expand(restarts, -1, -1)
             # ‖μ‖² − 2x·μ: the point's own ‖x‖² does not change which centroid is nearest
             value, index = torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2).min(-1)
             closer = value < best[:, lo : lo + rows]

@@ -27,6 +27,7 @@ from clusterbench.methods.kr_kmeans import (
     KhatriRaoCentroids,
     aggregate,
     assign,
+    centred_norms,
     centroid_layout,
     update_protocentroids,
 )
@@ -117,7 +118,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         centroids = torch.as_tensor(kmeans.cluster_centers_, dtype=points.dtype, device=self.device_)
         protocentroids = self._least_squares(centroids, seed)
         labels, distances = assign(
-            points, (points**2).sum(1), protocentroids, self.aggregator, self.n_centroids_
+            points, centred_norms(points), protocentroids, self.aggregator, self.n_centroids_
         )
         self.protocentroids_ = [theta[0].cpu().numpy() for theta in protocentroids]
         self.labels_ = labels[0].cpu().numpy()
