@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import os
 import shutil
@@ -26,6 +27,7 @@ from clusterbench.results import (
     record_path,
     write_record,
 )
+from tests.helpers import REPO
 
 
 def rows(status: str = "ok", seed: int = 0, dataset: str = "zoo", experiment: str = "adhoc") -> list[dict]:
@@ -304,3 +306,31 @@ def test_code_version_without_git_is_unknown_in_a_checkout(monkeypatch):
         assert code_version() == (f"{__version__}+unknown" if in_checkout else __version__)
     finally:
         code_version.cache_clear()
+
+
+def test_compare_records_names_the_points_a_rerun_does_not_reproduce(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("compare_records", REPO / "scripts" / "compare_records.py")
+    compare_records = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare_records)
+    fresh, committed = tmp_path / "fresh", tmp_path / "committed"
+    for root in (fresh, committed):
+        write_record(record_path(root, "paper", "adhoc", "zoo", "kmeans", "same"), rows())
+    write_record(record_path(committed, "paper", "adhoc", "zoo", "kmeans", "moved"), rows())
+    moved = rows()
+    moved[0]["value"] = 0.374 + 1e-6  # sc: beyond the default tolerance
+    write_record(record_path(fresh, "paper", "adhoc", "zoo", "kmeans", "moved"), moved)
+    write_record(record_path(committed, "paper", "adhoc", "zoo", "kmeans", "broke"), rows())
+    write_record(record_path(fresh, "paper", "adhoc", "zoo", "kmeans", "broke"), rows(status="failed"))
+    write_record(record_path(fresh, "paper", "adhoc", "zoo", "kmeans", "new"), rows())
+
+    assert compare_records.main([str(fresh), "--against", str(committed)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "runs/paper/adhoc/zoo/kmeans/broke.csv: status ok → failed",
+        "runs/paper/adhoc/zoo/kmeans/moved.csv: sc 0.374 → 0.374001",
+        f"runs/paper/adhoc/zoo/kmeans/new.csv: not in {committed}",
+        "3 points compared, 2 differ",
+    ]
+    assert compare_records.main([str(fresh), "--against", str(committed), "--tol", "1e-5"]) == 1  # status
+    (fresh / "runs/paper/adhoc/zoo/kmeans/broke.csv").unlink()
+    assert compare_records.main([str(fresh), "--against", str(committed), "--tol", "1e-5"]) == 0
