@@ -273,6 +273,42 @@ def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | N
     return pd.concat([read_record(f) for f in files], ignore_index=True)
 
 
+def record_differences(
+    fresh: Path, committed: Path, atol: float, rtol: float = 0.0
+) -> tuple[list[str], int, int]:
+    """Compare every record under ``fresh`` with the record of the same point under ``committed``.
+
+    Returns (one line per point that differs: its status, or each metric that moved beyond
+    ``atol + rtol·|committed|`` as old → new, or that ``committed`` lacks; points compared; points
+    that differ). A record says what some code computed once, and the config hash leaves code out
+    (so that reruns resume across commits): this is how a rerun checks that it still holds.
+    """
+    lines, compared, differing = [], 0, 0
+    for path in sorted((Path(fresh) / "runs").rglob("*.csv")):
+        relative = path.relative_to(fresh)
+        if not (Path(committed) / relative).exists():
+            lines.append(f"{relative}: not in {committed}")
+            continue
+        new, old = read_record(path), read_record(Path(committed) / relative)
+        compared += 1
+        if new["status"].iloc[0] != old["status"].iloc[0]:
+            changes = [f"status {old['status'].iloc[0]} → {new['status'].iloc[0]}"]
+        else:
+            old_values = old.set_index("metric")["value"]
+            new_values = new.set_index("metric")["value"]
+            changes = [
+                f"{metric} {old_values[metric]:.6g} → {new_values[metric]:.6g}"
+                for metric in old_values.index.intersection(new_values.index)
+                if not np.isclose(
+                    new_values[metric], old_values[metric], rtol=rtol, atol=atol, equal_nan=True
+                )
+            ]
+        if changes:
+            differing += 1
+            lines.append(f"{relative}: {', '.join(changes)}")
+    return lines, compared, differing
+
+
 # The folder where a job notes its failures for the `clusterbench run` that started it (set in the
 # environment, which the jobs of every launcher inherit: joblib's and submitit's processes).
 FAILURES_ENV = "CLUSTERBENCH_FAILURES"

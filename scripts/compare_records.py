@@ -20,35 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from clusterbench.results import read_record
-
-
-def differences(fresh: Path, committed: Path, tol: float) -> tuple[list[str], int, int]:
-    """(lines for the points that differ or are missing, points compared, points that differ)."""
-    lines, compared, differing = [], 0, 0
-    for path in sorted((fresh / "runs").rglob("*.csv")):
-        relative = path.relative_to(fresh)
-        if not (committed / relative).exists():
-            lines.append(f"{relative}: not in {committed}")
-            continue
-        new, old = read_record(path), read_record(committed / relative)
-        compared += 1
-        if new["status"].iloc[0] != old["status"].iloc[0]:
-            changes = [f"status {old['status'].iloc[0]} → {new['status'].iloc[0]}"]
-        else:
-            old_values = old.set_index("metric")["value"]
-            new_values = new.set_index("metric")["value"]
-            changes = [
-                f"{metric} {old_values[metric]:.6g} → {new_values[metric]:.6g}"
-                for metric in old_values.index.intersection(new_values.index)
-                if not np.isclose(old_values[metric], new_values[metric], rtol=0, atol=tol, equal_nan=True)
-            ]
-        if changes:
-            differing += 1
-            lines.append(f"{relative}: {', '.join(changes)}")
-    return lines, compared, differing
+from clusterbench.results import record_differences
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, default=Path("results"), help="committed results_dir")
     parser.add_argument("--tol", type=float, default=1e-9, help="largest absolute metric difference allowed")
     args = parser.parse_args(argv)
-    lines, compared, differing = differences(args.fresh, args.against, args.tol)
+    lines, compared, differing = record_differences(args.fresh, args.against, atol=args.tol)
     for line in lines:
         print(line)
     print(f"{compared} points compared, {differing} differ")

@@ -39,6 +39,22 @@ def compose_config(results_dir: Path, *overrides: str) -> DictConfig:
         return compose("config", overrides=[f"results_dir={results_dir}", *overrides])
 
 
+def assert_refit_reproduces_committed(
+    tmp_path: Path, experiment: str, *overrides: str, atol: float, rtol: float = 0.0
+) -> int:
+    """Refit the points of ``experiment`` that ``overrides`` select into ``tmp_path`` and assert
+    that every metric equals the committed record's (``results/``); returns the points compared.
+    A record said what some code computed once: this keeps committed tables honest as code moves."""
+    from clusterbench.results import record_differences
+    from clusterbench.runner import run_job
+
+    fresh = run_job(compose_config(tmp_path, f"experiment={experiment}", *overrides), experiment)
+    lines, compared, _ = record_differences(tmp_path, REPO / "results", atol=atol, rtol=rtol)
+    assert not lines, "\n".join(lines)
+    assert compared == len(fresh) > 0
+    return compared
+
+
 def cli_env(data_folder: Path | None = None) -> dict:
     env = dict(os.environ)
     env[DATA_ENV] = str(DATA_FOLDER if data_folder is None else data_folder)

@@ -313,16 +313,9 @@ def test_committed_paper_records_of_zoo_are_what_this_code_computes(method, tmp_
     """CLAM Table 1's records (profile paper) were written by this code: rerunning Zoo's points
     (both readings of β, 10 restarts x 200 epochs) gives every metric back. Records of earlier
     code had drifted unnoticed (SC 0.409 against today's 0.399) until a rerun compared them."""
-    from clusterbench.results import read_record
-    from clusterbench.runner import run_job
-    from tests.helpers import REPO, require_cached
+    from tests.helpers import assert_refit_reproduces_committed, require_cached
 
     require_cached("zoo")
-    overrides = ["experiment=clam_table1", "profile=paper", f"method={method}", "dataset=zoo", "seed=0"]
-    for fresh in run_job(compose_config(tmp_path, *overrides), "clam_table1"):
-        committed = REPO / "results" / fresh.path.relative_to(tmp_path)
-        if not committed.exists():
-            pytest.skip("no committed clam_table1 records")
-        record = read_record(committed).set_index("metric")["value"]
-        for metric, value in fresh.scores.items():
-            assert value == pytest.approx(record[metric], abs=1e-9), (fresh.params, metric)
+    overrides = ["profile=paper", f"method={method}", "dataset=zoo", "seed=0"]
+    compared = assert_refit_reproduces_committed(tmp_path, "clam_table1", *overrides, atol=1e-9)
+    assert compared == 2  # β read both ways

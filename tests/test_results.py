@@ -24,6 +24,7 @@ from clusterbench.results import (
     load_records,
     read_labels,
     read_record,
+    record_differences,
     record_path,
     write_record,
 )
@@ -334,3 +335,6 @@ def test_compare_records_names_the_points_a_rerun_does_not_reproduce(tmp_path, c
     assert compare_records.main([str(fresh), "--against", str(committed), "--tol", "1e-5"]) == 1  # status
     (fresh / "runs/paper/adhoc/zoo/kmeans/broke.csv").unlink()
     assert compare_records.main([str(fresh), "--against", str(committed), "--tol", "1e-5"]) == 0
+    # Relative tolerance, for metrics that are large sums (inertia): 1e-6 on 0.374 is 2.7e-6 of it.
+    assert record_differences(fresh, committed, atol=0, rtol=1e-5)[1:] == (2, 0)
+    assert record_differences(fresh, committed, atol=0, rtol=1e-6)[1:] == (2, 1)
