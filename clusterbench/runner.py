@@ -278,6 +278,15 @@ def estimator_params(estimator) -> dict:
     return json.loads(json.dumps(estimator.get_params(deep=False), default=str))
 
 
+def named_by(estimator, hyperparameters: dict) -> dict:
+    """The hyperparameters a point's record is named (hashed) by: all of them, less each one the
+    estimator lists in ``_params_added_later`` (name → the value that does what the estimator did
+    before it had the parameter) while it holds that value. Adding an option to a method then
+    leaves the names of its earlier records, which a rerun finds; only points that use it are new."""
+    later = getattr(type(estimator), "_params_added_later", {})
+    return {k: v for k, v in hyperparameters.items() if k not in later or v != later[k]}
+
+
 def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str = "") -> list[dict]:
     if status != "ok":
         return [{**base, "metric": "", "metric_params": "", "value": "", "status": status, "error": error}]
@@ -410,7 +419,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         estimator = build_estimator(method, params, data, seed, cfg.device)
         limit_torch_threads(threads)
         hyper = estimator_params(estimator)
-        point = {"target": method.estimator._target_, "variant": method.variant, "params": hyper}
+        point = {
+            "target": method.estimator._target_,
+            "variant": method.variant,
+            "params": named_by(estimator, hyper),
+        }
         path = record_of(point)
         key = path.stem
         # A record of the point (or its twin) written under the former, type-sensitive hash takes

@@ -42,6 +42,8 @@ map the table's metrics to their own (least φ, most ℒ, most purity + NMI in o
 with ``params: {name: value}`` reads only runs with those hyperparameters (k-means as
 k-means-C′ with C′ = 1 beside C′ = 2 from one sweep).
 
+``paper_column: <column>`` on a column compares it with that column's paper values (a variant
+of a method, run beside it, against the cell the paper printed for the method).
 ``ratio_to: {metric: column}`` reports that metric relative to the named column on the same
 dataset (the Khatri-Rao paper's inertia and parameter ratios to k-means with h1·h2 centroids).
 ``extends: <table>`` takes that table's spec and changes only the keys given (e.g. its seeds).
@@ -658,7 +660,26 @@ def table_spec(name: str) -> DictConfig:
         spec.paper = OmegaConf.merge(borrowed, spec.get("paper", {}))
     spec.name = name
     check_spec(spec)
+    _paper_of_other_columns(spec)
     return spec
+
+
+def _paper_of_other_columns(spec: DictConfig) -> None:
+    """A column with ``paper_column: <other>`` is compared with the other column's paper values
+    (a variant of a method, e.g. with another reseeding rule, against the cell the paper printed)."""
+    for column, column_spec in spec.columns.items():
+        source = column_spec.get("paper_column")
+        if source is None:
+            continue
+        if source not in spec.columns:
+            raise UserError(
+                f"table {spec.name}: columns.{column}.paper_column names '{source}', which is no column; "
+                f"fix conf/table/{spec.name}.yaml"
+            )
+        for by_dataset in (spec.get("paper") or {}).values():
+            for by_column in by_dataset.values():
+                if source in by_column:
+                    by_column[column] = by_column[source]
 
 
 def check_spec(spec: DictConfig) -> None:

@@ -279,6 +279,42 @@ def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator, scal
 
 
 @pytest.mark.parametrize("aggregator", AGGREGATORS)
+@pytest.mark.parametrize("reseed", ["point", "centred"])
+def test_an_empty_protocentroid_is_reseeded_from_a_drawn_point(aggregator, reseed):
+    # Nothing uses θ¹_1; "point" makes it the drawn point x, "centred" solves it so that it
+    # aggregates with the other set's mean protocentroid to x.
+    rng = np.random.default_rng(2)
+    points = torch.as_tensor(rng.normal(size=(30, 3)))
+    labels = torch.as_tensor(rng.choice([0, 1, 4, 5], size=30))[None]  # (i, j) ↦ 2i + j; i = 1 unused
+    sets = [torch.as_tensor(rng.uniform(1, 2, size=(1, h, 3))) for h in (3, 2)]
+    generators = [torch.Generator().manual_seed(5)]
+    active = torch.ones(1, dtype=torch.bool)
+    updated = update_protocentroids(points, labels, sets, aggregator, generators, active, reseed=reseed)
+    x = points[torch.randint(30, (1,), generator=torch.Generator().manual_seed(5))[0]]
+    if reseed == "point":
+        torch.testing.assert_close(updated[0][0, 1], x)
+    else:
+        rebuilt = aggregate([updated[0][0, 1:2], sets[1][0].mean(0, keepdim=True)], aggregator)[0]
+        torch.testing.assert_close(rebuilt, x)
+
+
+@pytest.mark.parametrize("reseed, stuck", [("point", True), ("centred", False)])
+def test_a_point_sized_sum_protocentroid_stays_empty_and_a_centred_one_is_used(reseed, stuck):
+    # Sum structure with a large shift in set 2 (θ² = 10 + pattern): a protocentroid reseeded to a
+    # data point builds centroids about 2·10 away from every point and is never used; one solved
+    # against set 2's mean lands among the points (the Stickfigures failure, made certain).
+    rng = np.random.default_rng(3)
+    upper, lower = rng.normal(size=(3, 5)), 10.0 + rng.normal(size=(3, 5))
+    y = np.repeat(np.arange(9), 30)
+    X = upper[y // 3] + lower[y % 3] + 0.05 * rng.standard_normal((len(y), 5))
+    init = [np.vstack([upper[:2], np.full((1, 5), 50.0)]), lower]  # θ¹_2 far: empty at once
+    model = KhatriRaoKMeans(n_clusters=9, init=init, reseed=reseed, max_iter=50, random_state=0).fit(X)
+    assert (model.n_iter_ == 50) is stuck
+    assert (len(np.unique(model.labels_)) == 6) is stuck
+    assert model.inertia_ < 1e3 or stuck
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
 def test_naive_least_squares_factorises_structured_centroids(aggregator):
     # Phase 2 alone: centroids that have the structure, in row-major tuple order, are recovered.
     _, _, sets = planted(aggregator)
@@ -312,6 +348,7 @@ def test_naive_two_phase_reports_its_own_structured_fit(aggregator):
         ({"h": [3, "a"]}, "h must be null or a non-empty list"),
         ({"init": "farthest"}, "init must be one of random, k-means"),
         ({"tol": -1.0}, "tol must be a number ≥ 0"),
+        ({"reseed": "farthest"}, "reseed must be one of point, centred"),
     ],
 )
 def test_invalid_hyperparameters_name_the_problem(params, message):

@@ -7,7 +7,9 @@ import csv
 import dataclasses
 import json
 import math
+import sys
 import time
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -550,6 +552,43 @@ class OnDevice(KMeansLike):
         type(self).fits += 1
         self.labels_ = np.arange(len(X)) % self.n_clusters
         return self
+
+
+class Unevolved(KMeansLike):
+    """``Evolving`` as it was before it had its option; counts the fits of both."""
+
+    fits = 0
+
+    def fit(self, X, y=None):
+        Unevolved.fits += 1
+        self.labels_ = np.arange(len(X)) % self.n_clusters
+        return self
+
+
+class Evolving(Unevolved):
+    """``Unevolved`` with an option added later; ``option="before"`` does what it did before."""
+
+    _params_added_later: ClassVar[dict] = {"option": "before"}
+
+    def __init__(
+        self, n_clusters=8, init="k-means++", n_init=1, max_iter=300, random_state=None, option="before"
+    ):
+        super().__init__(n_clusters, init, n_init, max_iter, random_state)
+        self.option = option
+
+
+def test_an_option_added_later_leaves_the_earlier_records_found(tmp_path, monkeypatch):
+    monkeypatch.setattr(Unevolved, "fits", 0)
+    on = "method.estimator._target_=tests.test_runner.Evolving"
+    with monkeypatch.context() as before:  # the class as it was: no option
+        before.setattr(sys.modules[__name__], "Evolving", Unevolved)
+        (earlier,) = run_job(iris(tmp_path, on))
+    (again,) = run_job(iris(tmp_path, on))
+    assert (again.status, again.path, again.hyperparameters["option"]) == ("cached", earlier.path, "before")
+    (other,) = run_job(iris(tmp_path, on, "+method.estimator.option=after"))
+    assert other.status == "ok" and other.path != earlier.path
+    assert json.loads(read_record(other.path)["params"].iloc[0])["option"] == "after"
+    assert Unevolved.fits == 2
 
 
 def test_a_point_finished_on_the_other_device_is_reused_and_a_forced_twin_counts_once(tmp_path, monkeypatch):
