@@ -297,16 +297,32 @@ def record_differences(
             old_values = old.set_index("metric")["value"]
             new_values = new.set_index("metric")["value"]
             changes = [
-                f"{metric} {old_values[metric]:.6g} → {new_values[metric]:.6g}"
+                f"{metric} {_shown(old_values[metric], new_values[metric])}"
                 for metric in old_values.index.intersection(new_values.index)
                 if not np.isclose(
                     new_values[metric], old_values[metric], rtol=rtol, atol=atol, equal_nan=True
                 )
             ]
+            changes += [
+                f"{metric} only in the committed record"
+                for metric in old_values.index.difference(new_values.index)
+            ]
+            changes += [
+                f"{metric} only in the fresh record"
+                for metric in new_values.index.difference(old_values.index)
+            ]
         if changes:
             differing += 1
             lines.append(f"{relative}: {', '.join(changes)}")
     return lines, compared, differing
+
+
+def _shown(old: float, new: float) -> str:
+    """``old → new`` with as many digits as it takes to tell them apart (6 at least)."""
+    for digits in (6, 9, 12, 17):
+        if f"{old:.{digits}g}" != f"{new:.{digits}g}":
+            break
+    return f"{old:.{digits}g} → {new:.{digits}g}"
 
 
 # The folder where a job notes its failures for the `clusterbench run` that started it (set in the

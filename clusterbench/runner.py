@@ -282,7 +282,8 @@ def named_by(estimator, hyperparameters: dict) -> dict:
     """The hyperparameters a point's record is named (hashed) by: all of them, less each one the
     estimator lists in ``_params_added_later`` (name → the value that does what the estimator did
     before it had the parameter) while it holds that value. Adding an option to a method then
-    leaves the names of its earlier records, which a rerun finds; only points that use it are new."""
+    leaves the names and recorded ``params`` of its earlier records, which a rerun finds and
+    tables group with the new ones; only points that use it are new."""
     later = getattr(type(estimator), "_params_added_later", {})
     return {k: v for k, v in hyperparameters.items() if k not in later or v != later[k]}
 
@@ -467,7 +468,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "method": method.name,
             "variant": method.variant,
             "seed": seed,
-            "params": json.dumps(hyper, sort_keys=True),
+            # As named: a record of a point at a later-added parameter's former value holds the
+            # params its earlier records hold, so tables see one grid point, not two.
+            "params": json.dumps(point["params"], sort_keys=True),
             "device": getattr(estimator, "device", "cpu"),
             "config_hash": key,
             "fit_hash": fit,

@@ -651,22 +651,31 @@ def _wl_rows(spec, cells: pd.DataFrame) -> dict:
 
 def table_spec(name: str) -> DictConfig:
     """The spec ``conf/table/<name>.yaml``; one with ``extends: <other>`` is merged over that table's,
-    one with ``paper_from: <other>`` borrows that table's paper values for its own cells."""
-    spec = load_option("table", name)
-    if spec.get("extends"):
-        spec = OmegaConf.merge(table_spec(spec.extends), spec)
-    if spec.get("paper_from"):
-        borrowed = _paper_within(table_spec(spec.paper_from).paper, spec)
-        spec.paper = OmegaConf.merge(borrowed, spec.get("paper", {}))
-    spec.name = name
+    one with ``paper_from: <other>`` borrows that table's paper values for its own cells, and a
+    column with ``paper_column`` takes that column's paper values where it has none of its own."""
+    spec = _merged_spec(name)
     check_spec(spec)
     _paper_of_other_columns(spec)
     return spec
 
 
+def _merged_spec(name: str) -> DictConfig:
+    """The spec with what it extends and borrows merged in, before checks and column copies (an
+    extending table's columns decide which paper values it copies, not its base's)."""
+    spec = load_option("table", name)
+    if spec.get("extends"):
+        spec = OmegaConf.merge(_merged_spec(spec.extends), spec)
+    if spec.get("paper_from"):
+        borrowed = _paper_within(_merged_spec(spec.paper_from).paper, spec)
+        spec.paper = OmegaConf.merge(borrowed, spec.get("paper", {}))
+    spec.name = name
+    return spec
+
+
 def _paper_of_other_columns(spec: DictConfig) -> None:
     """A column with ``paper_column: <other>`` is compared with the other column's paper values
-    (a variant of a method, e.g. with another reseeding rule, against the cell the paper printed)."""
+    (a variant of a method, e.g. with another reseeding rule, against the cell the paper printed)
+    wherever the spec gives it none of its own."""
     for column, column_spec in spec.columns.items():
         source = column_spec.get("paper_column")
         if source is None:
@@ -677,8 +686,8 @@ def _paper_of_other_columns(spec: DictConfig) -> None:
                 f"fix conf/table/{spec.name}.yaml"
             )
         for by_dataset in (spec.get("paper") or {}).values():
-            for by_column in by_dataset.values():
-                if source in by_column:
+            for by_column in (by_dataset or {}).values():
+                if by_column is not None and source in by_column and column not in by_column:
                     by_column[column] = by_column[source]
 
 

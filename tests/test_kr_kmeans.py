@@ -278,24 +278,23 @@ def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator, scal
     assert np.isfinite(zeros.fit(np.zeros((12, 3))).cluster_centers_).all()  # no 0/0
 
 
-@pytest.mark.parametrize("aggregator", AGGREGATORS)
 @pytest.mark.parametrize("reseed", ["point", "centred"])
-def test_an_empty_protocentroid_is_reseeded_from_a_drawn_point(aggregator, reseed):
-    # Nothing uses θ¹_1; "point" makes it the drawn point x, "centred" solves it so that it
-    # aggregates with the other set's mean protocentroid to x.
+def test_an_empty_protocentroid_is_reseeded_from_a_drawn_point(reseed):
+    # Two restarts with different protocentroids, each with one unused: θ¹_1 in restart 0, θ¹_2 in
+    # restart 1. "point" makes it the point x its restart draws; "centred" solves it so that the
+    # mean of its centroids θ¹_j + θ²_i, over i, is x: its own restart's set 2 counts, not another's.
     rng = np.random.default_rng(2)
     points = torch.as_tensor(rng.normal(size=(30, 3)))
-    labels = torch.as_tensor(rng.choice([0, 1, 4, 5], size=30))[None]  # (i, j) ↦ 2i + j; i = 1 unused
-    sets = [torch.as_tensor(rng.uniform(1, 2, size=(1, h, 3))) for h in (3, 2)]
-    generators = [torch.Generator().manual_seed(5)]
-    active = torch.ones(1, dtype=torch.bool)
-    updated = update_protocentroids(points, labels, sets, aggregator, generators, active, reseed=reseed)
-    x = points[torch.randint(30, (1,), generator=torch.Generator().manual_seed(5))[0]]
-    if reseed == "point":
-        torch.testing.assert_close(updated[0][0, 1], x)
-    else:
-        rebuilt = aggregate([updated[0][0, 1:2], sets[1][0].mean(0, keepdim=True)], aggregator)[0]
-        torch.testing.assert_close(rebuilt, x)
+    labels = torch.as_tensor(np.stack([rng.choice([0, 1, 4, 5], 30), rng.choice([0, 1, 2, 3], 30)]))
+    apart = np.array([0.0, 20.0])[:, None, None]  # restart 1's protocentroids far from restart 0's
+    sets = [torch.as_tensor(rng.normal(size=(2, h, 3)) + apart) for h in (3, 2)]
+    generators = [torch.Generator().manual_seed(5), torch.Generator().manual_seed(6)]
+    active = torch.ones(2, dtype=torch.bool)
+    updated = update_protocentroids(points, labels, sets, "sum", generators, active, reseed=reseed)
+    for r, (seed, empty) in enumerate([(5, 1), (6, 2)]):
+        x = points[torch.randint(30, (1,), generator=torch.Generator().manual_seed(seed))[0]]
+        reseeded = updated[0][r, empty]
+        torch.testing.assert_close(reseeded if reseed == "point" else reseeded + sets[1][r].mean(0), x)
 
 
 @pytest.mark.parametrize("reseed, stuck", [("point", True), ("centred", False)])
@@ -349,6 +348,7 @@ def test_naive_two_phase_reports_its_own_structured_fit(aggregator):
         ({"init": "farthest"}, "init must be one of random, k-means"),
         ({"tol": -1.0}, "tol must be a number ≥ 0"),
         ({"reseed": "farthest"}, "reseed must be one of point, centred"),
+        ({"reseed": "centred", "aggregator": "product"}, "reseed must be point with the product aggregator"),
     ],
 )
 def test_invalid_hyperparameters_name_the_problem(params, message):
@@ -364,5 +364,5 @@ def test_committed_paper_records_of_r15_are_what_this_code_computes(method, seed
 
     require_cached("r15")
     overrides = [f"method={method}", "dataset=r15", "metrics=khatri_rao", f"seed={seed}"]
-    # Inertia is a large sum: compared relative to its size, the label metrics to the last digit.
+    # Inertia is a large sum, so every metric is compared relative to its size (1e-9 of it).
     assert_refit_reproduces_committed(tmp_path, "kr_table2", *overrides, atol=1e-12, rtol=1e-9)

@@ -335,6 +335,20 @@ def test_compare_records_names_the_points_a_rerun_does_not_reproduce(tmp_path, c
     assert compare_records.main([str(fresh), "--against", str(committed), "--tol", "1e-5"]) == 1  # status
     (fresh / "runs/paper/adhoc/zoo/kmeans/broke.csv").unlink()
     assert compare_records.main([str(fresh), "--against", str(committed), "--tol", "1e-5"]) == 0
+    # A metric only one record holds is a difference; a drift is shown to the digits that tell it.
+    lonely, drift = rows(), rows()
+    lonely.pop()
+    drift[0]["value"] = 0.374 + 1e-10
+    write_record(record_path(committed, "paper", "adhoc", "zoo", "kmeans", "lonely"), lonely)
+    write_record(record_path(fresh, "paper", "adhoc", "zoo", "kmeans", "lonely"), rows())
+    write_record(record_path(fresh, "paper", "adhoc", "zoo", "kmeans", "moved"), drift)
+    lines = record_differences(fresh, committed, atol=1e-12)[0]
+    assert (
+        lines[0] == f"runs/paper/adhoc/zoo/kmeans/lonely.csv: {rows()[-1]['metric']} only in the fresh record"
+    )
+    assert lines[1] == "runs/paper/adhoc/zoo/kmeans/moved.csv: sc 0.374 → 0.3740000001"
+    write_record(record_path(fresh, "paper", "adhoc", "zoo", "kmeans", "moved"), moved)
+    (fresh / "runs/paper/adhoc/zoo/kmeans/lonely.csv").unlink()
     # Relative tolerance, for metrics that are large sums (inertia): 1e-6 on 0.374 is 2.7e-6 of it.
     assert record_differences(fresh, committed, atol=0, rtol=1e-5)[1:] == (2, 0)
     assert record_differences(fresh, committed, atol=0, rtol=1e-6)[1:] == (2, 1)

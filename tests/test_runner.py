@@ -588,7 +588,11 @@ def test_an_option_added_later_leaves_the_earlier_records_found(tmp_path, monkey
     (other,) = run_job(iris(tmp_path, on, "+method.estimator.option=after"))
     assert other.status == "ok" and other.path != earlier.path
     assert json.loads(read_record(other.path)["params"].iloc[0])["option"] == "after"
-    assert Unevolved.fits == 2
+    earlier_params = read_record(earlier.path)["params"].iloc[0]
+    (refitted,) = run_job(iris(tmp_path, on, "force=true"))  # today's record at the former value:
+    assert refitted.path == earlier.path  # its params are the earlier record's: one grid point
+    assert read_record(refitted.path)["params"].iloc[0] == earlier_params
+    assert Unevolved.fits == 3
 
 
 def test_a_point_finished_on_the_other_device_is_reused_and_a_forced_twin_counts_once(tmp_path, monkeypatch):

@@ -525,6 +525,28 @@ def test_a_tables_own_paper_values_stand_over_the_borrowed_ones(monkeypatch):
     assert OmegaConf.to_container(tables.table_spec("reader").paper) == {"sc": {"zoo": {"kmeans": 0.35}}}
 
 
+def test_a_paper_column_fills_only_the_cells_a_spec_leaves_empty(monkeypatch):
+    import clusterbench.tables as tables
+
+    columns = {"kmeans": {"method": "kmeans"}, "clam": {"method": "clam"}}
+    specs = {
+        "base": {
+            "metrics": ["sc"],
+            "rows": {"zoo": "Zoo", "ecoli": "Ecoli", "yale": "Yale"},
+            "columns": {**columns, "variant": {"method": "clam", "paper_column": "clam"}},
+            "paper": {"sc": {"zoo": {"clam": 0.4}, "ecoli": {"clam": 0.3, "variant": 0.9}, "yale": None}},
+        },
+        "off": {"extends": "base", "columns": {"variant": {"paper_column": None}}},
+    }
+    monkeypatch.setattr(tables, "load_option", lambda group, name: OmegaConf.create(specs[name]))
+    paper = OmegaConf.to_container(tables.table_spec("base").paper)
+    assert paper == {
+        "sc": {"zoo": {"clam": 0.4, "variant": 0.4}, "ecoli": {"clam": 0.3, "variant": 0.9}, "yale": None}
+    }
+    off = OmegaConf.to_container(tables.table_spec("off").paper)  # an extending table turns it off
+    assert off["sc"]["zoo"] == {"clam": 0.4}
+
+
 def test_mean_best_ranks_by_a_sum_of_metrics_and_per_metric_modes():
     # k-means-C′ Table S1: φ's best is its least value; purity and NMI come from the run with
     # the highest purity + NMI, which need not hold the best NMI.
@@ -613,7 +635,7 @@ def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery(
         assert len(cell) == 300
         assert round(cell.sort_values("inertia", kind="stable")["ari"].iloc[0], 3) == paper
     cells = compute_cells(table_spec("kr_restart_odds"), runs).set_index(["dataset", "metric", "column"])
-    assert 0.6 <= cells.loc[("stickfigures", "ari", "kr_sum"), "reach"] <= 0.8  # measured 0.70
+    assert 0.6 <= cells.loc[("stickfigures", "ari", "kr_sum"), "reach"] <= 0.8  # measured 0.72
     assert 0.25 <= cells.loc[("r15", "ari", "kr_product"), "reach"] <= 0.45  # measured 0.34
     # Reseeding an empty protocentroid so that its centroids are centred on the drawn point (ours,
     # not the paper's rule) is what most of the Stickfigures lottery is about.

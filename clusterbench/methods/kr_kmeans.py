@@ -21,11 +21,14 @@ Where the paper leaves a choice open, and what is done here:
   lie near the data: a sum decomposition holds only up to a shift between its sets (θ¹ + c,
   θ² − c), so centroids built on a point-sized θ¹_j sit a whole θ² away from x. On Stickfigures
   (sum, X / max X) 142 of 300 single restarts never leave that state: they reseed the same
-  protocentroid at each of their 200 iterations. ``reseed="centred"`` (ours, not the paper's)
-  solves the reseeded protocentroid against the other sets' mean protocentroids, as the
-  k-means++ seeding of §6 solves its protocentroids against the anchors, so that its centroids
-  are centred on x: 4 of 300 restarts stay stuck, and a single restart finds the planted 3 x 3
-  structure 13.7% of the time instead of 6.0% (experiment ``kr_restart_odds``).
+  protocentroid at each of their 200 iterations. ``reseed="centred"`` (ours, not the paper's; sum
+  only) makes it x − Σ_(m≠l) mean_j θᵐ_j, as the k-means++ seeding of §6 solves its
+  protocentroids against the anchors, so that the mean of its Πh/h_l centroids is x (over every
+  index tuple: with a k that does not factorise, some of them are not centroids): 4 of 300
+  restarts stay stuck, and a single restart finds the planted 3 x 3 structure 13.7% of the time
+  instead of 6.0% (experiment ``kr_restart_odds``). The product's freedom is a scale, not a
+  shift, and no division by the other sets' means is safe (they can cancel to 0), so it keeps
+  the authors' rule.
 - With the product aggregator a coordinate in which all the other factors of a protocentroid's
   points are 0 leaves that coordinate of the objective constant; it keeps its value.
 - Stopping: the squared movement of all h1·…·hp centroids, Σ‖μ_new − μ_old‖², below ``tol``
@@ -61,7 +64,7 @@ from clusterbench.validation import (
 
 AGGREGATORS = ("sum", "product")
 INITS = ("random", "k-means++")
-RESEEDS = ("point", "centred")
+RESEEDS = ("point", "centred")  # centred: sum aggregator only
 # Elements of one temporary (distances of a row chunk to a centroid block, or a chunk of the
 # gathered other-set factors): bounds the working memory whatever n and k are; 8 MiB in float64
 # measured fastest (larger temporaries fall out of cache: 2^22 took 1.8x as long).
@@ -280,8 +283,8 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     max_iter : int ≥ 1, iterations per restart (the paper: 200).
     tol : float ≥ 0, stop a restart when its centroids' squared movement is below it (1e-4).
     reseed : ``"point"`` (an empty protocentroid becomes a random data point x: the authors' code)
-        or ``"centred"`` (it becomes x ⊖ the aggregation of the other sets' mean protocentroids,
-        so that its centroids are centred on x; see the module docstring).
+        or ``"centred"`` (sum aggregator only: it becomes x − Σ_(m≠l) mean_j θᵐ_j, so that the
+        mean of its centroids is x; see the module docstring).
     memory_efficient : bool. False materialises the k centroids once per iteration (the paper's
         time-efficient implementation); True builds them block by block inside the assignment,
         O((n + Σh)·d) memory (Algorithm 1), and sums its updates point by point rather than
@@ -370,6 +373,11 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
                 ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
                 ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
                 ("reseed", lambda v: v in RESEEDS, f"one of {', '.join(RESEEDS)}"),
+                (
+                    "reseed",
+                    lambda v: v == "point" or self.aggregator == "sum",
+                    "point with the product aggregator (centred solves a sum's shift)",
+                ),
                 ("memory_efficient", lambda v: isinstance(v, bool), "true or false"),
                 *SEED_AND_DEVICE_CHECKS,
             ],
@@ -594,8 +602,8 @@ def update_protocentroids(
         else:
             tiny = torch.finfo(points.dtype).tiny
             new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
-        frame = _reseed_frame(current, set_index, aggregator, reseed)
-        current[set_index] = _reseed_empty(new, counts, points, generators, active, aggregator, frame)
+        frame = _reseed_frame(current, set_index, reseed)
+        current[set_index] = _reseed_empty(new, counts, points, generators, active, frame)
     return current
 
 
@@ -675,23 +683,17 @@ def _others(current, indices, set_index, rows: slice, aggregator) -> torch.Tenso
     return combined
 
 
-def _reseed_frame(current, set_index, aggregator, reseed) -> torch.Tensor | None:
+def _reseed_frame(current, set_index, reseed) -> torch.Tensor | None:
     """(R, d) per restart, what a reseeded protocentroid of ``set_index`` is measured from: None
-    for ``reseed="point"``; for ``"centred"`` the aggregation of the other sets' mean
-    protocentroids, its product's near-zero coordinates floored as the k-means++ seeding's."""
+    for ``reseed="point"``; for ``"centred"`` (sum) the sum of the other sets' mean protocentroids."""
     if reseed == "point" or len(current) == 1:
         return None
-    others = [theta.mean(1) for m, theta in enumerate(current) if m != set_index]
-    if aggregator == "sum":
-        return sum(others)
-    centre = math.prod(others)
-    floor = (DIVISOR_FLOOR * centre.abs().mean(1, keepdim=True)).clamp_min(torch.finfo(centre.dtype).tiny)
-    return torch.where(centre < 0, -1.0, 1.0).to(centre.dtype) * centre.abs().clamp_min(floor)
+    return sum(theta.mean(1) for m, theta in enumerate(current) if m != set_index)
 
 
-def _reseed_empty(new, counts, points, generators, active, aggregator, frame=None) -> torch.Tensor:
+def _reseed_empty(new, counts, points, generators, active, frame=None) -> torch.Tensor:
     """An active restart's protocentroid with no points becomes a random data point x, or with a
-    ``frame`` (:func:`_reseed_frame`) x − frame (sum) or x ⊘ frame (product)."""
+    ``frame`` (:func:`_reseed_frame`, one row per restart) x − that restart's row."""
     empty = (counts == 0) & active[:, None]
     if not empty.any():
         return new
@@ -699,7 +701,7 @@ def _reseed_empty(new, counts, points, generators, active, aggregator, frame=Non
     for r, j in empty.nonzero().tolist():
         draw = torch.randint(len(points), (1,), generator=generators[r], device=points.device)
         x = points[draw[0]]
-        new[r, j] = x if frame is None else (x - frame[r] if aggregator == "sum" else x / frame[r])
+        new[r, j] = x if frame is None else x - frame[r]
     return new
 
 
