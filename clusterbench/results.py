@@ -245,7 +245,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 TEXT_COLUMNS = [c for c in COLUMNS if c not in ("seed", "value", "fit_seconds")]
 
 
-def read_record(path: Path) -> pd.DataFrame:
+def read_record(path: Path | io.StringIO) -> pd.DataFrame:
+    """A record file (or the text of records sharing one header) as a frame."""
     # An undefined metric is written as "nan"; other text (errors, params) is never read as NaN.
     return pd.read_csv(
         path,
@@ -270,7 +271,17 @@ def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | N
     files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*.csv"))
     if not files:
         return pd.DataFrame(columns=COLUMNS)
-    return pd.concat([read_record(f) for f in files], ignore_index=True)
+    # One parse per run of files with the same header, not one per file: a table over thousands of
+    # single-restart records (kr_restart_odds: 4800) loads in a second instead of twenty. Rows
+    # keep the files' order.
+    runs: list[tuple[str, list[str]]] = []
+    for path in files:
+        header, _, rows = path.read_text().partition("\n")
+        if not runs or runs[-1][0] != header:
+            runs.append((header, []))
+        runs[-1][1].append(rows if rows.endswith("\n") else rows + "\n")
+    frames = [read_record(io.StringIO(f"{header}\n{''.join(rows)}")) for header, rows in runs]
+    return pd.concat(frames, ignore_index=True)
 
 
 def record_differences(

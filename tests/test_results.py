@@ -195,6 +195,23 @@ def test_config_hash_reads_numbers_by_value():
     assert config_hash({"x": float("inf")}) != config_hash({"x": float("-inf")})
 
 
+def test_load_records_parses_files_together_as_it_would_one_by_one(tmp_path):
+    # Records written before fit_hash and data_digest (another header) between today's, one
+    # without its last line break before another, a quoted error across lines: the frame is the
+    # files' concat.
+    folder = tmp_path / "runs" / "smoke" / "adhoc" / "zoo" / "kmeans"
+    failed = rows(status="failed")
+    failed[0]["error"] = 'ValueError: "bad"\nat line 2'
+    for name, records in [("a", rows()), ("b", rows(seed=1)), ("c", failed), ("d", rows(seed=2))]:
+        write_record(folder / f"{name}.csv", records)
+    old_header = pd.read_csv(folder / "b.csv", dtype=str, keep_default_na=False)
+    old_header.drop(columns=["fit_hash", "data_digest"]).to_csv(folder / "b.csv", index=False)
+    (folder / "c.csv").write_text((folder / "c.csv").read_text().rstrip("\r\n"))  # d follows it
+    one_by_one = pd.concat([read_record(f) for f in sorted(folder.glob("*.csv"))], ignore_index=True)
+    pd.testing.assert_frame_equal(load_records(tmp_path, "smoke"), one_by_one)
+    assert load_records(tmp_path, "smoke")["error"].iloc[-len(rows()) - 1] == 'ValueError: "bad"\nat line 2'
+
+
 def test_load_records_reads_every_record_with_types(tmp_path):
     write_record(record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "a"), rows(seed=0))
     write_record(
