@@ -297,10 +297,11 @@ def record_differences(
     lines, compared, differing = [], 0, 0
     for path in sorted((Path(fresh) / "runs").rglob("*.csv")):
         relative = path.relative_to(fresh)
-        if not (Path(committed) / relative).exists():
+        committed_path = Path(committed) / relative
+        if not committed_path.exists():
             lines.append(f"{relative}: not in {committed}")
             continue
-        new, old = read_record(path), read_record(Path(committed) / relative)
+        new, old = read_record(path), read_record(committed_path)
         compared += 1
         if new["status"].iloc[0] != old["status"].iloc[0]:
             changes = [f"status {old['status'].iloc[0]} → {new['status'].iloc[0]}"]

@@ -602,8 +602,8 @@ def update_protocentroids(
         else:
             tiny = torch.finfo(points.dtype).tiny
             new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
-        frame = _reseed_frame(current, set_index, reseed)
-        current[set_index] = _reseed_empty(new, counts, points, generators, active, frame)
+        others = [theta for m, theta in enumerate(current) if m != set_index] if reseed == "centred" else []
+        current[set_index] = _reseed_empty(new, counts, points, generators, active, others)
     return current
 
 
@@ -683,25 +683,20 @@ def _others(current, indices, set_index, rows: slice, aggregator) -> torch.Tenso
     return combined
 
 
-def _reseed_frame(current, set_index, reseed) -> torch.Tensor | None:
-    """(R, d) per restart, what a reseeded protocentroid of ``set_index`` is measured from: None
-    for ``reseed="point"``; for ``"centred"`` (sum) the sum of the other sets' mean protocentroids."""
-    if reseed == "point" or len(current) == 1:
-        return None
-    return sum(theta.mean(1) for m, theta in enumerate(current) if m != set_index)
-
-
-def _reseed_empty(new, counts, points, generators, active, frame=None) -> torch.Tensor:
-    """An active restart's protocentroid with no points becomes a random data point x, or with a
-    ``frame`` (:func:`_reseed_frame`, one row per restart) x − that restart's row."""
+def _reseed_empty(new, counts, points, generators, active, others=()) -> torch.Tensor:
+    """An active restart's protocentroid with no points becomes a random data point x, or, given
+    the ``others`` sets (R, h_m, d) of ``reseed="centred"`` (sum), x − Σ_m mean_j θᵐ_j of its
+    restart, so that the mean of its centroids is x."""
     empty = (counts == 0) & active[:, None]
     if not empty.any():
         return new
+    # Only when a protocentroid is empty: most iterations of most fits have none.
+    offset = sum(theta.mean(1) for theta in others) if others else None
     new = new.clone()
     for r, j in empty.nonzero().tolist():
         draw = torch.randint(len(points), (1,), generator=generators[r], device=points.device)
         x = points[draw[0]]
-        new[r, j] = x if frame is None else x - frame[r]
+        new[r, j] = x if offset is None else x - offset[r]
     return new
 
 
