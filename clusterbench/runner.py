@@ -9,7 +9,6 @@ import contextlib
 import inspect
 import io
 import json
-import math
 import signal
 import sys
 import threading
@@ -171,19 +170,15 @@ def check_point(estimator, method_name: str, data: Dataset) -> None:
 
 
 def check_n_clusters(estimator, data: Dataset) -> None:
-    k = getattr(estimator, "n_clusters", None)
+    """The clusters a point asks for must number between 2 and the dataset's points: its
+    ``n_clusters``, or, where other hyperparameters decide the count, what the estimator's
+    ``_clusters_asked()`` returns ((what decides it, the count); the Khatri-Rao set sizes h)."""
+    asked = getattr(estimator, "_clusters_asked", None)
+    source, k = asked() if asked else ("n_clusters", getattr(estimator, "n_clusters", None))
     if k is not None and not (is_int(k) and 2 <= k <= len(data.y)):
         raise HyperparameterError(
-            f"n_clusters must be an integer between 2 and the number of points ({len(data.y)}) for dataset "
-            f"'{data.name}', got {k!r}"
-        )
-    # The Khatri-Rao estimators' set sizes h, when given, replace n_clusters by their product.
-    sizes = getattr(estimator, "h", None)
-    valid_sizes = isinstance(sizes, Sequence) and all(is_int(v) for v in sizes)
-    if valid_sizes and not 2 <= math.prod(sizes) <= len(data.y):
-        raise HyperparameterError(
-            f"h {list(sizes)} gives {math.prod(sizes)} centroids; the product must lie between 2 and "
-            f"the number of points ({len(data.y)}) for dataset '{data.name}'"
+            f"{source} must be an integer between 2 and the number of points ({len(data.y)}) for "
+            f"dataset '{data.name}', got {k!r}"
         )
 
 

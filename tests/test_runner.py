@@ -7,6 +7,7 @@ import csv
 import dataclasses
 import json
 import math
+import re
 import sys
 import time
 from typing import ClassVar
@@ -235,11 +236,15 @@ def test_n_clusters_outside_2_to_n_is_a_hyperparameter_error(tmp_path, k, kmeans
     assert kmeans_fits == [] and record_files(tmp_path) == []
 
 
-@pytest.mark.parametrize("sizes", ["[1]", "[1,1]", "[20,10]"])
-def test_khatri_rao_sizes_outside_2_to_n_centroids_are_a_hyperparameter_error(tmp_path, sizes):
-    cfg = iris(tmp_path, "method=kr_kmeans", f"+method.estimator.h={sizes}")
+@pytest.mark.parametrize(
+    ("method", "sizes"),
+    [("kr_kmeans", "[1]"), ("kr_kmeans", "[1,1]"), ("kr_kmeans", "[20,10]"), ("kr_naive", "[20,10]")],
+)
+def test_khatri_rao_sizes_outside_2_to_n_centroids_are_a_hyperparameter_error(tmp_path, method, sizes):
+    cfg = iris(tmp_path, f"method={method}", f"+method.estimator.h={sizes}")
+    shown = re.escape(sizes.replace(",", ", "))
     with pytest.raises(
-        HyperparameterError, match=r"the product must lie between 2 and the number of points \(150\)"
+        HyperparameterError, match=rf"the product of h {shown} must be .* between 2 and .* \(150\)"
     ):
         run_job(cfg)
     assert record_files(tmp_path) == []

@@ -234,12 +234,21 @@ class _Restarts:
 
 
 class KhatriRaoCentroids:
-    """``predict`` and ``cluster_centers_`` of an estimator fitted to a Khatri-Rao layout: it sets
+    """``predict``, ``cluster_centers_`` and the centroid count of an estimator fitted to a
+    Khatri-Rao layout: it has ``n_clusters``, ``h`` and an ``aggregator``, and fit sets
     ``protocentroids_`` (one (h_l, d) array per set), ``n_centroids_``, ``n_features_in_`` and
-    ``device_``, and has an ``aggregator``."""
+    ``device_``."""
 
     # Whether predict builds the centroids blockwise; KhatriRaoKMeans's hyperparameter overrides it.
     memory_efficient = False
+
+    def _clusters_asked(self) -> tuple[str, object]:
+        """What decides the number of centroids a fit makes, and that number (checked by the
+        runner against the dataset before a sweep fits): valid set sizes h give Πh, n_clusters
+        is ignored then; otherwise n_clusters."""
+        if self.h is not None and _valid_sizes(self.h):
+            return f"the product of h {list(self.h)}", math.prod(self.h)
+        return "n_clusters", self.n_clusters
 
     def predict(self, X) -> np.ndarray:
         """The nearest of the aggregated centroids for each row of ``X``."""
