@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
 
 from clusterbench.catalog import CONF_DIR, GROUPS, check_option, load_option, options
-from clusterbench.errors import UserError, first_line
+from clusterbench.errors import INTERRUPTED, UserError, first_line
 
 USAGE = """usage: clusterbench COMMAND [ARGS]
 
@@ -530,10 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clusterbench: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(
-            "\nclusterbench: interrupted; finished points are kept (rerun without force=true to resume)",
-            file=sys.stderr,
-        )
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except BrokenPipeError:  # `clusterbench table … | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,5 +1,8 @@
 """Errors a user can fix. The CLI prints them as one line and exits 2, without a traceback."""
 
+# What the command line says when Ctrl-C stops it, at any moment (exit status 130).
+INTERRUPTED = "\nclusterbench: interrupted; finished points are kept (rerun without force=true to resume)"
+
 
 class UserError(Exception):
     """A problem with the user's request (names, hyperparameters, data), stated with its fix."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import os
 import re
 import shutil
+import sys
 import time
 
 import numpy as np
@@ -12,7 +14,7 @@ import pytest
 
 from clusterbench.catalog import CONF_DIR, options
 from clusterbench.cli import check_writable
-from clusterbench.errors import UserError
+from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.results import load_records
 from tests.helpers import DATA_FOLDER, record_files, require_cached, run_cli
 
@@ -476,3 +478,34 @@ def test_hydra_flags_after_the_overrides_still_work(tmp_path):
     result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", "--cfg", "job")
     assert result.returncode == 0, result.stderr
     assert "name: iris" in result.stdout and not record_files(tmp_path)
+
+
+def test_ctrl_c_during_a_command_exits_130_with_one_line(monkeypatch, capsys):
+    import clusterbench.cli
+
+    def interrupted(words):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(clusterbench.cli.COMMANDS, "run", interrupted)
+    assert clusterbench.cli.main(["run"]) == 130
+    assert capsys.readouterr().err == INTERRUPTED + "\n"
+
+
+def test_ctrl_c_while_the_command_line_imports_exits_130_with_one_line(monkeypatch, capsys):
+    """The script's entry point imports the CLI (Hydra, pandas, scikit-learn) inside its guard."""
+    import clusterbench.__main__
+
+    class InterruptCliImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "clusterbench.cli":
+                raise KeyboardInterrupt
+
+    monkeypatch.delitem(sys.modules, "clusterbench.cli")
+    monkeypatch.delattr(clusterbench, "cli")
+    monkeypatch.setattr(sys, "meta_path", [InterruptCliImport(), *sys.meta_path])
+    try:
+        code = clusterbench.__main__.main()
+    except KeyboardInterrupt:  # escaping, it would stop the whole test session
+        pytest.fail("Ctrl-C during the import escaped the entry point")
+    assert code == 130
+    assert capsys.readouterr().err == INTERRUPTED + "\n"
