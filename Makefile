@@ -13,8 +13,9 @@ install:
 	$(PYTHON) -m pip install torch==2.13.0
 	$(PYTHON) -m pip install -e ".[dev]"
 
+# One pytest worker per core (pytest-xdist): most tests wait on a subprocess or a small fit.
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto
 
 lint:
 	ruff check .
