@@ -35,12 +35,12 @@ def drawn_before_1_3(X: np.ndarray, n_clusters: int, n_init: int, seed: int) -> 
     return min(fits, key=lambda fit: fit.inertia_).labels_
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--n-init", type=int, default=20)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     overrides = load_option("experiment", "kr_table2").get("dataset_overrides") or {}
     paper = load_option("table", "kr_table2").paper.ari
     print("ARI at seed", args.seed, "         h1 + h2: paper  >=1.3  <1.3   h1·h2: paper  >=1.3  <1.3")
