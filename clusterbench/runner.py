@@ -171,14 +171,22 @@ def check_point(estimator, method_name: str, data: Dataset) -> None:
 
 def check_n_clusters(estimator, data: Dataset) -> None:
     """The clusters a point asks for must number between 2 and the dataset's points: its
-    ``n_clusters``, or, where other hyperparameters decide the count, what the estimator's
-    ``_clusters_asked()`` returns ((what decides it, the count); the Khatri-Rao set sizes h)."""
-    asked = getattr(estimator, "_clusters_asked", None)
-    source, k = asked() if asked else ("n_clusters", getattr(estimator, "n_clusters", None))
-    if k is not None and not (is_int(k) and 2 <= k <= len(data.y)):
+    ``n_clusters``, and, where other hyperparameters decide the count, the count the estimator's
+    ``_clusters_asked()`` gives (a description and the count, or None; the Khatri-Rao set sizes
+    h give Πh centroids)."""
+    n_points = len(data.y)
+    k = getattr(estimator, "n_clusters", None)
+    if k is not None and not (is_int(k) and 2 <= k <= n_points):
         raise HyperparameterError(
-            f"{source} must be an integer between 2 and the number of points ({len(data.y)}) for "
+            f"n_clusters must be an integer between 2 and the number of points ({n_points}) for "
             f"dataset '{data.name}', got {k!r}"
+        )
+    asked = getattr(estimator, "_clusters_asked", None)
+    counted = asked() if asked else None
+    if counted is not None and not 2 <= counted[1] <= n_points:
+        raise HyperparameterError(
+            f"{counted[0]}; it must lie between 2 and the number of points ({n_points}) for dataset "
+            f"'{data.name}'"
         )
 
 

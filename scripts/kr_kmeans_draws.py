@@ -25,8 +25,10 @@ from clusterbench.metrics import ari
 
 
 def drawn_before_1_3(X: np.ndarray, n_clusters: int, n_init: int, seed: int) -> np.ndarray:
-    """KMeans(init="random") as scikit-learn < 1.3 drew it: each restart starts from the first
-    ``n_clusters`` points of a permutation from one RandomState; the least inertia is kept."""
+    """KMeans(init="random") as scikit-learn 0.23 to 1.2 drew it: each restart starts from the
+    first ``n_clusters`` points of a permutation from one RandomState; the least inertia is kept.
+    (Lloyd's iterations; before 1.1 the default was Elkan's, which reaches the same fixed points
+    up to rounding.)"""
     rng = np.random.RandomState(seed)
     fits = [
         KMeans(n_clusters, init=X[rng.permutation(len(X))[:n_clusters]], n_init=1).fit(X)

@@ -67,7 +67,7 @@ def cli_env(data_folder: Path | None = None) -> dict:
 def clusterbench_command() -> list[str]:
     """The installed console script (fall back to the module when it is not on PATH)."""
     script = Path(sys.executable).parent / "clusterbench"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "clusterbench.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "clusterbench"]
 
 
 def run_cli(

@@ -244,8 +244,16 @@ def test_khatri_rao_sizes_outside_2_to_n_centroids_are_a_hyperparameter_error(tm
     cfg = iris(tmp_path, f"method={method}", f"+method.estimator.h={sizes}")
     shown = re.escape(sizes.replace(",", ", "))
     with pytest.raises(
-        HyperparameterError, match=rf"the product of h {shown} must be .* between 2 and .* \(150\)"
+        HyperparameterError, match=rf"h {shown} gives \d+ centroids; it must lie between 2 and .* \(150\)"
     ):
+        run_job(cfg)
+    assert record_files(tmp_path) == []
+
+
+def test_khatri_rao_n_clusters_is_checked_even_where_set_sizes_decide_the_count(tmp_path):
+    """h replaces n_clusters in the fit, but tables read a record's n_clusters as the count asked."""
+    cfg = iris(tmp_path, "method=kr_kmeans", "+method.estimator.h=[2,3]", "+method.estimator.n_clusters=1000")
+    with pytest.raises(HyperparameterError, match=r"n_clusters must be .* \(150\) .* got 1000"):
         run_job(cfg)
     assert record_files(tmp_path) == []
 

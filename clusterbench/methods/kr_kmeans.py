@@ -242,13 +242,13 @@ class KhatriRaoCentroids:
     # Whether predict builds the centroids blockwise; KhatriRaoKMeans's hyperparameter overrides it.
     memory_efficient = False
 
-    def _clusters_asked(self) -> tuple[str, object]:
-        """What decides the number of centroids a fit makes, and that number (checked by the
-        runner against the dataset before a sweep fits): valid set sizes h give Πh, n_clusters
-        is ignored then; otherwise n_clusters."""
-        if self.h is not None and _valid_sizes(self.h):
-            return f"the product of h {list(self.h)}", math.prod(self.h)
-        return "n_clusters", self.n_clusters
+    def _clusters_asked(self) -> tuple[str, int] | None:
+        """What the centroid count comes from and the count, where set sizes h decide it (Πh;
+        n_clusters is ignored then), for the runner to check against a dataset before a sweep
+        fits; None otherwise (n_clusters, or an h that _validate_params refuses)."""
+        if self.h is None or not _valid_sizes(self.h):
+            return None
+        return f"h {list(self.h)} gives {math.prod(self.h)} centroids", math.prod(self.h)
 
     def predict(self, X) -> np.ndarray:
         """The nearest of the aggregated centroids for each row of ``X``."""
