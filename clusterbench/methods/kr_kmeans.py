@@ -248,7 +248,8 @@ class KhatriRaoCentroids:
         fits; None otherwise (n_clusters, or an h that _validate_params refuses)."""
         if self.h is None or not _valid_sizes(self.h):
             return None
-        return f"h {list(self.h)} gives {math.prod(self.h)} centroids", math.prod(self.h)
+        _, n_centroids = centroid_layout(self.n_clusters, self.n_sets, self.h)
+        return f"h {list(self.h)} gives {n_centroids} centroids", n_centroids
 
     def predict(self, X) -> np.ndarray:
         """The nearest of the aggregated centroids for each row of ``X``."""
