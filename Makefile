@@ -37,7 +37,10 @@ tables:
 # The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 7-10, 11, 12, 13; pick
 # with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
 # k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2"); QUICK=1 draws them at the quick scale.
+# With none picked every figure is drawn; with some, only those (a paper none is picked from is
+# left out).
+ALL_FIGURES = $(if $(strip $(FIGURES)$(KR_FIGURES)$(KC_FIGURES)),,all)
 figures:
-	$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures --results $(RESULTS)
-	$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
-	$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures
+	$(if $(FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures --results $(RESULTS))
+	$(if $(KR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures)
+	$(if $(KC_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures)

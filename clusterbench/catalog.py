@@ -56,6 +56,17 @@ def load_option(group: str, name: str) -> DictConfig:
     return OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
 
 
+def dataset_spec(name: str, experiment: str | None = None) -> DictConfig:
+    """Dataset ``name``'s config as ``experiment`` prepares it: with the experiment's
+    ``dataset_overrides`` for it (e.g. CLAM's 60k FMNIST training split) merged in, as a run of
+    that experiment merges them."""
+    spec = load_option("dataset", name)
+    if experiment is None:
+        return spec
+    overrides = (load_option("experiment", experiment).get("dataset_overrides") or {}).get(name)
+    return OmegaConf.merge(spec, overrides) if overrides else spec
+
+
 @cache
 def method_names() -> list[str]:
     """The names records and tables give the methods: each file's ``name``, else that of the

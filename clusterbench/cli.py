@@ -175,6 +175,8 @@ def check_overrides(words: list[str]) -> Path | None:
         check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
     results_dir = _results_dir(cfg)
     if results_dir is not None:
+        from clusterbench.results import check_writable
+
         check_writable(Path(results_dir), "results_dir")
     if experiments and not multirun:
         print(
@@ -251,17 +253,6 @@ def check_in_cache(datasets: list[str]) -> None:
             "put their .npz files in a folder and run `clusterbench data import FOLDER`, set "
             "CLUSTERBENCH_DATA, or sweep without them (dataset=...)"
         )
-
-
-def check_writable(folder: Path, what: str) -> None:
-    """Fail in one line, before any work, unless ``folder`` is or can be made a writable folder
-    (its nearest existing ancestor is a folder this process may write in; nothing is created)."""
-    existing = folder.absolute()
-    while not (existing.exists() or existing.is_symlink()):  # a broken link is in the way too
-        existing = existing.parent
-    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-        why = "a file is in the way" if not existing.is_dir() else f"{existing} is not writable"
-        raise UserError(f"{what} '{folder}' is not a writable folder ({why}); choose another")
 
 
 def _values(override) -> list[str] | None:
@@ -354,6 +345,8 @@ def command_table(words: list[str]) -> int:
     names = options("table") if args.all else args.names
     if not names:
         raise UserError("name a table (see `clusterbench list`) or pass --all")
+    from clusterbench.results import check_writable
+
     check_writable(args.results_dir / "tables" / args.profile, "the tables folder")
     built = 0
     for name in names:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench import __version__
+from clusterbench.errors import UserError
 
 COLUMNS = [
     "experiment",
@@ -219,6 +220,17 @@ def read_labels(record: Path) -> np.ndarray | None:
     """The predicted labels of the run recorded at ``record``, or None where no labels file exists."""
     path = labels_path(record)
     return np.load(path, allow_pickle=False) if path.exists() else None
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """Fail in one line, before any work, unless ``folder`` is or can be made a writable folder
+    (its nearest existing ancestor is a folder this process may write in; nothing is created)."""
+    existing = folder.absolute()
+    while not (existing.exists() or existing.is_symlink()):  # a broken link is in the way too
+        existing = existing.parent
+    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
+        why = "a file is in the way" if not existing.is_dir() else f"{existing} is not writable"
+        raise UserError(f"{what} '{folder}' is not a writable folder ({why}); choose another")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -5,10 +5,11 @@
 2. Fashion-MNIST (60k training split, standardized) subsets of 1k, 10k and 60k points at Table 6's
    FMNIST settings: seconds per training epoch (a few epochs timed), which should grow linearly in n.
 
-Prints a Markdown table and writes it as CSV to results/benchmarks/clam_speed_<device>.csv.
+Prints a Markdown table and writes it as CSV to results/benchmarks/clam_speed_<device>.csv; a run
+of one part replaces that part's rows there and keeps the other's.
 
-    python scripts/bench_clam.py                    # both parts, device auto
-    python scripts/bench_clam.py --device cuda --threads 0 --part fmnist
+    python scripts/bench_clam.py                    # both parts, device auto, one CPU thread
+    python scripts/bench_clam.py --device cuda --part fmnist
 """
 
 from __future__ import annotations
@@ -22,24 +23,26 @@ import pandas as pd
 import torch
 from omegaconf import OmegaConf
 
-from clusterbench.catalog import load_option
-from clusterbench.data import load_dataset, stratified_subsample
+from clusterbench.catalog import dataset_spec, load_option
+from clusterbench.data import load_dataset
+from clusterbench.errors import UserError
 from clusterbench.methods import CLAM
+from clusterbench.results import atomic_write_text
+from clusterbench.scripting import output_folder, positive_int, run_script
 from clusterbench.validation import resolve_device
 
-EXPERIMENT = load_option("experiment", "clam_table1")
-TABLE6 = load_option("tuned", "clam_table6")
+# The benchmark rows of each part, named by the first word of their "benchmark" column.
+PARTS = {"zoo": "zoo", "fmnist": "fashion_mnist"}
 
 
 def table6(dataset: str) -> dict:
     """CLAM Table 6's hyperparameters for ``dataset`` (conf/tuned/clam_table6.yaml)."""
-    return OmegaConf.to_container(TABLE6[dataset])
+    return OmegaConf.to_container(load_option("tuned", "clam_table6")[dataset])
 
 
-def load(dataset: str):
-    spec = load_option("dataset", dataset)
-    overrides = EXPERIMENT.get("dataset_overrides", {}).get(dataset, {})
-    return load_dataset(OmegaConf.merge(spec, overrides))
+def load(dataset: str, n_points: int | None = None):
+    """``dataset`` as experiment clam_table1 prepares it, or its seeded stratified subsample."""
+    return load_dataset(OmegaConf.merge(dataset_spec(dataset, "clam_table1"), {"subsample": n_points}))
 
 
 def timed_fit(estimator: CLAM, X: np.ndarray) -> float:
@@ -70,11 +73,10 @@ def zoo_rows(device: str, repeats: int) -> list[dict]:
 
 
 def fmnist_rows(device: str, sizes: list[int], epochs: int, restarts: int) -> list[dict]:
-    data = load("fashion_mnist")
     rows = []
     for size in sizes:
-        subset = stratified_subsample(data.y, size, seed=0) if size < len(data.y) else np.arange(len(data.y))
-        X = data.X[subset]
+        data = load("fashion_mnist", size)
+        X = data.X
         params = {**table6("fashion_mnist"), "restarts": restarts, "epochs": epochs, "device": device}
         # One warm-up epoch first, so one-off costs (allocator, kernels) are not charged to n.
         timed_fit(CLAM(n_clusters=data.n_clusters, random_state=0, **{**params, "epochs": 1}), X)
@@ -82,7 +84,7 @@ def fmnist_rows(device: str, sizes: list[int], epochs: int, restarts: int) -> li
         rows.append(
             {
                 "benchmark": f"fashion_mnist {restarts} restart(s), {epochs} epochs",
-                "n": size,
+                "n": len(X),
                 "device": device,
                 "seconds": seconds,
                 "seconds_median": seconds,
@@ -92,32 +94,51 @@ def fmnist_rows(device: str, sizes: list[int], epochs: int, restarts: int) -> li
     return rows
 
 
+def merged(path: Path, table: pd.DataFrame, parts: list[str]) -> pd.DataFrame:
+    """``table`` in place of the rows of ``parts`` in the CSV at ``path``, the other rows kept."""
+    if not path.exists():
+        return table
+    earlier = pd.read_csv(path)
+    kept = earlier[~earlier["benchmark"].str.split().str[0].isin([PARTS[part] for part in parts])]
+    rows = pd.concat([kept, table], ignore_index=True)
+    order = rows["benchmark"].str.split().str[0].map(list(PARTS.values()).index)
+    return rows.iloc[order.argsort(kind="stable")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--part", default="all", choices=["all", "zoo", "fmnist"])
-    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
-    parser.add_argument("--repeats", type=int, default=3, help="Zoo fits; the fastest is reported")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 60000])
-    parser.add_argument("--epochs", type=int, default=3, help="epochs timed per FMNIST subset")
-    parser.add_argument("--restarts", type=int, default=1, help="restarts per FMNIST fit")
+    parser.add_argument("--part", default="all", choices=["all", *PARTS])
+    parser.add_argument(
+        "--threads", type=positive_int, default=1, help="torch CPU threads (default 1, as `clusterbench run`)"
+    )
+    parser.add_argument("--repeats", type=positive_int, default=3, help="Zoo fits; the fastest is reported")
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[1000, 10000, 60000])
+    parser.add_argument("--epochs", type=positive_int, default=3, help="epochs timed per FMNIST subset")
+    parser.add_argument("--restarts", type=positive_int, default=1, help="restarts per FMNIST fit")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    output_folder(parser, args.out)
     device = resolve_device(args.device)
+    parts = list(PARTS) if args.part == "all" else [args.part]
+    if "fmnist" in parts:
+        available = len(load("fashion_mnist").y)
+        if max(args.sizes) > available:
+            raise UserError(
+                f"--sizes: FMNIST's training split holds {available} points, got {max(args.sizes)}"
+            )
+    torch.set_num_threads(args.threads)
     rows = []
-    if args.part in ("all", "zoo"):
+    if "zoo" in parts:
         rows += zoo_rows(device, args.repeats)
-    if args.part in ("all", "fmnist"):
+    if "fmnist" in parts:
         rows += fmnist_rows(device, args.sizes, args.epochs, args.restarts)
     table = pd.DataFrame(rows).assign(threads=torch.get_num_threads(), torch=torch.__version__)
     print(table.to_markdown(index=False, floatfmt=".3f"))
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"clam_speed_{device}.csv"
-    table.to_csv(path, index=False)
+    atomic_write_text(path, merged(path, table, parts).to_csv(index=False))
     print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

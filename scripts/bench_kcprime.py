@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from clusterbench.results import atomic_write_text
+from clusterbench.scripting import output_folder, positive_int, run_script
 from clusterbench.timing import seconds_per_iteration
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,15 +93,17 @@ def main() -> None:
     )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=[1, 2],
         help="torch and OpenMP threads, each timed (default 1 2)",
     )
-    parser.add_argument("--quick", action="store_true", help="n = 20000: seconds")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="n = 20000: seconds; writes nothing")
+    parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks")
     args = parser.parse_args()
+    if not args.quick:
+        output_folder(parser, args.out)
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -110,10 +114,13 @@ def main() -> None:
             frames.append(speed(20000 if args.quick else 100000, 74, 25, threads, args.repeats))
     frame = pd.concat(frames, ignore_index=True)
     print(frame.to_string(index=False))
-    if not args.quick:
-        args.out.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(args.out / "kcprime_speed_cpu.csv", index=False, float_format="%.6g")
+    if args.quick:
+        print("--quick: nothing written")
+        return
+    path = args.out / "kcprime_speed_cpu.csv"
+    atomic_write_text(path, frame.to_csv(index=False, float_format="%.6g"))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
+from clusterbench.results import atomic_write_text
+from clusterbench.scripting import output_folder, positive_int, run_script
 from clusterbench.timing import seconds_per_iteration
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,11 +104,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--threads", type=int, default=2, help="torch and OpenMP threads (default 2)")
-    parser.add_argument("--quick", action="store_true", help="n = 4000, k = 400 / 1600: seconds")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--threads", type=positive_int, default=2, help="torch and OpenMP threads (default 2)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="n = 4000, k = 400 / 1600: seconds; writes nothing"
+    )
+    parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks")
     args = parser.parse_args()
+    if not args.quick:
+        output_folder(parser, args.out)
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -117,11 +125,13 @@ def main() -> None:
     print(fast.to_string(index=False))
     lean = memory(n, 100, memory_side, args.threads)
     print(lean.to_string(index=False))
-    if not args.quick:
-        args.out.mkdir(parents=True, exist_ok=True)
-        fast.to_csv(args.out / "kr_speed_cpu.csv", index=False, float_format="%.6g")
-        lean.to_csv(args.out / "kr_memory_cpu.csv", index=False, float_format="%.6g")
+    if args.quick:
+        print("--quick: nothing written")
+        return
+    for frame, name in ((fast, "kr_speed_cpu.csv"), (lean, "kr_memory_cpu.csv")):
+        atomic_write_text(args.out / name, frame.to_csv(index=False, float_format="%.6g"))
+        print(f"wrote {args.out / name}")
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

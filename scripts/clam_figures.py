@@ -20,9 +20,11 @@ from pathlib import Path
 
 import torch
 
+from clusterbench.errors import UserError
 from clusterbench.figures import clam as figures
 from clusterbench.figures import save_figure
 from clusterbench.results import load_records
+from clusterbench.scripting import output_folder, positive_int, run_script
 
 FIGURES = ("1", "4", "6", "7", "8", "9", "10", "11", "12", "13")
 
@@ -75,11 +77,19 @@ def search_records(results: Path):
     return load_records(results, "paper", ["clam_search", "clam_baselines"])
 
 
-def search(number: str, results: Path):
+def search(number: str, results: Path, asked: bool):
+    """Fig. 7-10 from the records; without any, an error where the figure was asked for by name,
+    else a note (drawing every figure goes on to the others)."""
     parameter = figures.SEARCH_FIGURES[number]
     curves = figures.search_curves(search_records(results), parameter)
     if not curves:
-        print(f"  no clam_search records under {results}: run  clusterbench run -m experiment=clam_search")
+        why = (
+            f"Fig. {number}: no paper-profile clam_search records under {results}; run  clusterbench "
+            f"run -m experiment=clam_search profile=paper results_dir={results}  (or pass --results)"
+        )
+        if asked:
+            raise UserError(why)
+        print(f"  {why}")
         return None
     label = figures.SEARCH_LABELS[parameter]
     title = (
@@ -102,7 +112,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=1,
         help="torch intra-op threads (default 1: the batches are small, more threads mostly contend)",
     )
@@ -110,6 +120,7 @@ def main() -> None:
     unknown = sorted(set(args.figures) - set(FIGURES))
     if unknown:
         parser.error(f"unknown figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
+    output_folder(parser, args.out)
     torch.set_num_threads(args.threads)
     scale = figures.QUICK if args.quick else figures.FULL
     for number in args.figures or FIGURES:
@@ -119,7 +130,7 @@ def main() -> None:
         elif number == "6":
             figure = evolution(scale)
         elif number in figures.SEARCH_FIGURES:
-            figure = search(number, args.results)
+            figure = search(number, args.results, asked=bool(args.figures))
         else:
             figure = toy(number, scale)
         if figure is None:
@@ -129,4 +140,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -9,7 +9,8 @@ point (same path: profile, experiment, dataset, method, config hash):
     python scripts/compare_records.py /tmp/fresh                # against ./results
 
 One line per point that differs (its status, or each metric that moved by more than --tol:
-old → new) or that the committed folder lacks; exit status 1 if any point differs. A differing
+old → new) or that the committed folder lacks; exit status 1 if any point differs, or if no
+point was compared at all (a wrong folder checks nothing, and must not pass). A differing
 point is adopted by copying its record and labels file over the committed ones (or by rerunning
 it with force=true).
 """
@@ -31,10 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, default=Path("results"), help="committed results_dir")
     parser.add_argument("--tol", type=float, default=1e-9, help="largest absolute metric difference allowed")
     args = parser.parse_args(argv)
+    for folder, what in ((args.fresh, "fresh"), (args.against, "--against")):
+        if not (folder / "runs").is_dir():
+            parser.error(f"{what} '{folder}' holds no runs/ folder: name a results_dir")
     lines, compared, differing = record_differences(args.fresh, args.against, atol=args.tol)
     for line in lines:
         print(line)
     print(f"{compared} points compared, {differing} differ")
+    if not compared:
+        print(
+            f"compare_records.py: no point of {args.fresh} is in {args.against}: nothing was checked",
+            file=sys.stderr,
+        )
+        return 1
     return 1 if differing else 0
 
 

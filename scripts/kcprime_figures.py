@@ -21,6 +21,7 @@ import torch
 from clusterbench.data.sources import cache_dir
 from clusterbench.figures import kcprime as figures
 from clusterbench.figures import save_figure
+from clusterbench.scripting import output_folder, run_script
 
 FIGURES = ("1", "S2")
 
@@ -31,9 +32,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10 runs per C′ instead of 100")
     parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
     args = parser.parse_args()
-    for number in args.figures:
-        if number not in FIGURES:
-            parser.error(f"no figure {number}; choose among {', '.join(FIGURES)}")
+    unknown = sorted(set(args.figures) - set(FIGURES))
+    if unknown:
+        parser.error(f"no figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
+    output_folder(parser, args.out)
     torch.set_num_threads(1)  # many small fits: one thread each is fastest
     runs = 10 if args.quick else figures.PAPER_RUNS
     scale = f"{runs} runs per C′" + (", quick scale" if args.quick else "")
@@ -68,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -1,12 +1,13 @@
 """Draw the figures of Khatri-Rao clustering (Ciaperoni et al.) as PNG and PDF: Fig. 6, 7, 8, 9.
 
     python scripts/kr_figures.py                  # all, the paper's scale, into results/figures
-    python scripts/kr_figures.py 6 9 --quick      # some, at the quick scale (about a minute)
+    python scripts/kr_figures.py 6 9 --quick      # some, at the quick scale (seconds to a minute)
     make figures [QUICK=1] [KR_FIGURES="6 9"]
 
 The paper's scale: 20 restarts per fit, the full 5000-point BLOBS and CLASSIFICATION, Fig. 8's
 sweeps up to k = 10000 on 20000 points (the longest part, tens of minutes on 2 cores). Quick:
-3 restarts, 1000-point subsamples, Fig. 8 at a twentieth of its sizes, two per sweep. Each
+3 restarts, 1000-point subsamples, Fig. 8 at a twentieth of its sizes, two per sweep (a few
+minutes, most of it Fig. 8's 24 fits, each in a fresh process). Each
 title says its scale; the computation and drawing live in ``clusterbench.figures.khatri_rao``.
 """
 
@@ -17,9 +18,11 @@ import time
 from pathlib import Path
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from clusterbench.figures import khatri_rao as figures
 from clusterbench.figures import save_figure
+from clusterbench.scripting import output_folder, positive_int, run_script
 
 FIGURES = ("6", "7", "8", "9")
 
@@ -29,16 +32,25 @@ def main() -> None:
     parser.add_argument(
         "figures", nargs="*", help=f"figure numbers among {', '.join(FIGURES)} (default: all)"
     )
-    parser.add_argument("--quick", action="store_true", help="small scale: about a minute, for checking")
+    parser.add_argument("--quick", action="store_true", help="small scale: a few minutes, for checking")
     parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
-    parser.add_argument("--threads", type=int, default=1, help="torch and OpenMP threads per fit (default 1)")
+    parser.add_argument(
+        "--threads", type=positive_int, default=1, help="torch and OpenMP threads per fit (default 1)"
+    )
     args = parser.parse_args()
+    unknown = sorted(set(args.figures) - set(FIGURES))
+    if unknown:
+        parser.error(f"no figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
+    output_folder(parser, args.out)
     torch.set_num_threads(args.threads)
+    with threadpool_limits(args.threads):  # scikit-learn's k-means in Fig. 6, 7 and 9
+        draw(args)
+
+
+def draw(args: argparse.Namespace) -> None:
     n_init, cap, scale = (3, 1000, 0.05) if args.quick else (figures.PAPER_RESTARTS, None, 1.0)
     label = "quick scale: 3 restarts, 1000-point subsamples" if args.quick else "20 restarts"
     for number in args.figures or FIGURES:
-        if number not in FIGURES:
-            parser.error(f"no figure {number}; choose among {', '.join(FIGURES)}")
         start = time.perf_counter()
         if number == "6":
             curves = [
@@ -69,4 +81,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

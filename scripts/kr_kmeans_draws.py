@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from omegaconf import OmegaConf
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import load_option
+from clusterbench.catalog import check_option, dataset_spec, load_option
 from clusterbench.data import load_dataset
 from clusterbench.methods.kr_kmeans import protocentroid_budget
 from clusterbench.metrics import ari
+from clusterbench.scripting import positive_int, run_script
 
 
 def drawn_before_1_3(X: np.ndarray, n_clusters: int, n_init: int, seed: int) -> np.ndarray:
@@ -41,14 +41,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--n-init", type=int, default=20)
+    parser.add_argument("--n-init", type=positive_int, default=20)
     args = parser.parse_args(argv)
-    overrides = load_option("experiment", "kr_table2").get("dataset_overrides") or {}
+    for name in args.datasets:
+        check_option("dataset", name)
     paper = load_option("table", "kr_table2").paper.ari
     print("ARI at seed", args.seed, "         h1 + h2: paper  >=1.3  <1.3   h1·h2: paper  >=1.3  <1.3")
     for name in args.datasets:
-        spec = load_option("dataset", name)
-        data = load_dataset(OmegaConf.merge(spec, overrides.get(name) or {}))
+        data = load_dataset(dataset_spec(name, "kr_table2"))
         row = []
         for column, k in (
             ("kmeans_budget", protocentroid_budget(data.n_clusters)),
@@ -65,4 +65,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

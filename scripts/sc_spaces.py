@@ -14,20 +14,23 @@ import argparse
 from omegaconf import OmegaConf
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import load_option
+from clusterbench.catalog import check_option, dataset_spec
 from clusterbench.data import load_dataset
 from clusterbench.metrics import nmi, silhouette
+from clusterbench.scripting import positive_int, run_script
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+")
-    parser.add_argument("--n-init", type=int, default=100)
+    parser.add_argument("--n-init", type=positive_int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    for name in args.datasets:
+        check_option("dataset", name)
     print("dataset              fit space     SC(standardized)  SC(raw)   NMI")
     for name in args.datasets:
-        spec = load_option("dataset", name)
+        spec = dataset_spec(name)
         spaces = {p: load_dataset(OmegaConf.merge(spec, {"preprocess": p})) for p in ("standardize", "none")}
         for fit_space, data in spaces.items():
             kmeans = KMeans(data.n_clusters, n_init=args.n_init, max_iter=1000, random_state=args.seed)
@@ -37,4 +40,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

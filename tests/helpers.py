@@ -6,6 +6,7 @@ Test estimators live here so a config can point ``method.estimator._target_`` at
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -53,6 +54,14 @@ def assert_refit_reproduces_committed(
     assert not lines, "\n".join(lines)
     assert compared == len(fresh) > 0
     return compared
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as a module, to call its functions (``main(argv)``) in-process."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def cli_env(data_folder: Path | None = None) -> dict:

@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 
 from clusterbench.catalog import CONF_DIR, options
-from clusterbench.cli import check_writable
 from clusterbench.errors import INTERRUPTED, UserError
-from clusterbench.results import load_records
+from clusterbench.results import check_writable, load_records
 from tests.helpers import DATA_FOLDER, record_files, require_cached, run_cli
 
 pytestmark = pytest.mark.slow

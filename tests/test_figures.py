@@ -216,9 +216,10 @@ def test_search_curves_hold_the_other_hyperparameters_at_table6():
     assert lr_curve.values == [0.1] and lr_curve.sc == {5: [0.40]}
 
 
-def test_the_script_draws_fig8_from_the_committed_search_and_skips_without_records(tmp_path):
+def test_the_script_draws_fig8_from_the_committed_search_and_refuses_without_records(tmp_path):
     """``scripts/clam_figures.py 8`` fits nothing: it draws the committed clam_search records
-    (the lr sweep on MovLib), and says what to run when a results folder has none."""
+    (the lr sweep on MovLib); asked for by name where a results folder has none, it fails in one
+    line that says what to run."""
     script = [sys.executable, str(REPO / "scripts" / "clam_figures.py"), "8", "--out", str(tmp_path)]
     drawn = subprocess.run(
         [*script, "--results", str(REPO / "results")], capture_output=True, text=True, cwd=REPO
@@ -228,4 +229,5 @@ def test_the_script_draws_fig8_from_the_committed_search_and_skips_without_recor
     empty = subprocess.run(
         [*script, "--results", str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO
     )
-    assert empty.returncode == 0 and "experiment=clam_search" in empty.stdout
+    assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
+    assert "run -m experiment=clam_search profile=paper results_dir=" in empty.stderr

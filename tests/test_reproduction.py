@@ -6,8 +6,6 @@ paper's, so a change to preprocessing, grids, metrics or selection that moves a 
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from omegaconf import OmegaConf
 
@@ -15,7 +13,7 @@ from clusterbench.catalog import CONF_DIR
 from clusterbench.results import load_records
 from clusterbench.runner import run_job
 from clusterbench.tables import write_table
-from tests.helpers import REPO, compose_config, require_cached
+from tests.helpers import compose_config, load_script, require_cached
 
 CLAM_TABLE1 = OmegaConf.load(CONF_DIR / "table" / "clam_table1.yaml")
 CLAM_TABLE1.name = "clam_table1"
@@ -64,9 +62,7 @@ def test_the_draws_script_tells_the_paper_s_scikit_learn_version_from_an_earlier
     """scripts/kr_kmeans_draws.py: Olivetti's k-means cells at seed 42 are the paper's under
     today's init="random" and not under the draw scikit-learn made before 1.3 (README)."""
     require_cached("olivetti")
-    spec = importlib.util.spec_from_file_location("kr_kmeans_draws", REPO / "scripts" / "kr_kmeans_draws.py")
-    draws = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(draws)
+    draws = load_script("kr_kmeans_draws")
     draws.main(["olivetti"])
     cells = capsys.readouterr().out.splitlines()[-1].split()
     # dataset, then (paper, scikit-learn >= 1.3, < 1.3) for h1 + h2 and for h1·h2 centroids

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 import os
 import shutil
@@ -28,7 +27,7 @@ from clusterbench.results import (
     record_path,
     write_record,
 )
-from tests.helpers import REPO
+from tests.helpers import load_script
 
 
 def rows(status: str = "ok", seed: int = 0, dataset: str = "zoo", experiment: str = "adhoc") -> list[dict]:
@@ -327,9 +326,7 @@ def test_code_version_without_git_is_unknown_in_a_checkout(monkeypatch):
 
 
 def test_compare_records_names_the_points_a_rerun_does_not_reproduce(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("compare_records", REPO / "scripts" / "compare_records.py")
-    compare_records = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(compare_records)
+    compare_records = load_script("compare_records")
     fresh, committed = tmp_path / "fresh", tmp_path / "committed"
     for root in (fresh, committed):
         write_record(record_path(root, "paper", "adhoc", "zoo", "kmeans", "same"), rows())

@@ -12,16 +12,20 @@ global state. :func:`save_figure` writes one as PNG and PDF.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from clusterbench.results import atomic_write_bytes
+
 
 def save_figure(figure: Figure, folder: Path | str, stem: str, dpi: int = 150) -> list[Path]:
-    """Write ``figure`` as ``<stem>.png`` and ``<stem>.pdf`` in ``folder`` (created if needed)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{stem}.png", folder / f"{stem}.pdf"]
+    """Write ``figure`` as ``<stem>.png`` and ``<stem>.pdf`` in ``folder`` (created if needed),
+    each rendered in memory and renamed into place: a killed run leaves the previous file whole."""
+    paths = [Path(folder) / f"{stem}.png", Path(folder) / f"{stem}.pdf"]
     for path in paths:
-        figure.savefig(path, dpi=dpi)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format=path.suffix[1:], dpi=dpi)
+        atomic_write_bytes(path, buffer.getvalue())
     return paths

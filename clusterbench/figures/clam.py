@@ -37,7 +37,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial import Voronoi
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import load_option
+from clusterbench.catalog import dataset_spec, load_option
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.methods import CLAM, DEC
 from clusterbench.methods.clam import MASK_VALUES, am_recursion
@@ -245,10 +245,10 @@ class Evolution:
 def fashion_mnist_train(n_points: int | None = None) -> Dataset:
     """Fashion-MNIST's 60k training images, standardized, as CLAM clusters them (§4, Q4).
 
-    ``conf/dataset/fashion_mnist.yaml`` with ``split: train`` (as experiment ``clam_table1``);
-    ``n_points`` takes the config's class-stratified, seeded subsample of that split.
+    ``conf/dataset/fashion_mnist.yaml`` as experiment ``clam_table1`` prepares it (its training
+    split); ``n_points`` takes the config's class-stratified, seeded subsample of that split.
     """
-    spec = OmegaConf.merge(load_option("dataset", "fashion_mnist"), {"split": "train", "subsample": n_points})
+    spec = OmegaConf.merge(dataset_spec("fashion_mnist", "clam_table1"), {"subsample": n_points})
     return load_dataset(spec)
 
 

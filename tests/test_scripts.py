@@ -1,0 +1,132 @@
+"""The scripts under scripts/ and what they share (clusterbench.scripting): user errors in one
+line, arguments checked before the work, outputs that land whole."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from clusterbench.figures import save_figure
+from clusterbench.scripting import output_folder, positive_int
+from tests.helpers import REPO, cli_env, load_script
+
+
+def run_script(name: str, *words: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / f"{name}.py"), *words],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "words", "message"),
+    [
+        ("sc_spaces", ["nosuch"], "sc_spaces.py: error: unknown dataset 'nosuch'; known dataset options: "),
+        (
+            "bench_clam",
+            ["--device", "cuda"],
+            "bench_clam.py: error: device='cuda' but no CUDA GPU is visible",
+        ),
+    ],
+)
+def test_a_script_ends_a_user_error_in_one_line_with_exit_status_2(name, words, message):
+    result = run_script(name, *words)
+    assert result.returncode == 2
+    assert result.stderr.startswith(message)
+    assert len(result.stderr.strip().splitlines()) == 1  # no traceback
+    assert result.stdout == ""  # refused before any work or output
+
+
+def test_positive_int_takes_integers_from_one():
+    assert positive_int("3") == 3
+    for text in ("0", "-1", "2.5", "x"):
+        with pytest.raises(argparse.ArgumentTypeError, match="an integer ≥ 1"):
+            positive_int(text)
+
+
+def test_an_output_folder_is_checked_before_the_work(tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="bench")
+    assert output_folder(parser, tmp_path / "new" / "folder") == tmp_path / "new" / "folder"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit) as stop:
+        output_folder(parser, tmp_path / "file" / "sub")
+    assert stop.value.code == 2
+    assert "--out '" in capsys.readouterr().err
+
+
+def test_a_figure_that_fails_to_render_leaves_the_previous_file_whole(tmp_path):
+    figure = Figure()
+    figure.add_subplot().plot([0, 1], [1, 0])
+    png, pdf = save_figure(figure, tmp_path, "fig")
+    previous = png.read_bytes()
+    assert previous.startswith(b"\x89PNG") and pdf.read_bytes().startswith(b"%PDF")
+
+    def half_written(target, **options):
+        target.write(b"\x89PNG half")
+        raise KeyboardInterrupt  # a kill mid-render
+
+    figure.savefig = half_written
+    with pytest.raises(KeyboardInterrupt):
+        save_figure(figure, tmp_path, "fig")
+    assert png.read_bytes() == previous
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.pdf", "fig.png"]  # no temporary left
+
+
+def test_compare_records_fails_when_it_compared_nothing(tmp_path, capsys):
+    compare_records = load_script("compare_records")
+    (tmp_path / "fresh" / "runs" / "paper").mkdir(parents=True)
+    (tmp_path / "committed" / "runs").mkdir(parents=True)
+    fresh, committed = str(tmp_path / "fresh"), str(tmp_path / "committed")
+    assert compare_records.main([fresh, "--against", committed]) == 1
+    assert "nothing was checked" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # the runs/ folder itself instead of its results_dir
+        compare_records.main([str(tmp_path / "fresh" / "runs"), "--against", committed])
+    assert stop.value.code == 2
+    assert "holds no runs/ folder" in capsys.readouterr().err
+
+
+def test_the_clam_benchmark_replaces_only_the_part_it_ran(tmp_path):
+    bench = load_script("bench_clam")
+    path = tmp_path / "clam_speed_cpu.csv"
+    rows = pd.DataFrame(
+        {
+            "benchmark": ["zoo 10 restarts x 200 epochs", *["fashion_mnist 1 restart(s), 3 epochs"] * 2],
+            "n": [101, 1000, 10000],
+            "seconds": [4.0, 0.1, 1.0],
+        }
+    )
+    rows.to_csv(path, index=False)
+    zoo = rows.iloc[:1].assign(seconds=5.0)
+    assert bench.merged(path, zoo, ["zoo"])["seconds"].tolist() == [5.0, 0.1, 1.0]
+    fmnist = rows.iloc[1:2].assign(n=60000, seconds=7.0)
+    again = bench.merged(path, fmnist, ["fmnist"])
+    assert again["n"].tolist() == [101, 60000]
+    assert np.array_equal(bench.merged(tmp_path / "none.csv", zoo, ["zoo"]), zoo)
+
+
+@pytest.mark.parametrize(
+    ("picked", "scripts"),
+    [
+        ([], ["clam_figures", "kr_figures", "kcprime_figures"]),
+        (["FIGURES=4"], ["clam_figures"]),
+        (["KR_FIGURES=6 9", "KC_FIGURES=S2"], ["kr_figures", "kcprime_figures"]),
+    ],
+)
+def test_make_figures_draws_only_the_papers_picked_from(picked, scripts):
+    result = subprocess.run(
+        ["make", "-n", "figures", *picked], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    called = [
+        line.split()[1].removeprefix("scripts/").removesuffix(".py") for line in result.stdout.splitlines()
+    ]
+    assert called == scripts
