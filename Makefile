@@ -1,6 +1,9 @@
 # clusterbench: `make install`, `make test`, `make tables PROFILE=smoke|paper`.
 PYTHON ?= python3
 PROFILE ?= smoke
+# Jobs run at once by `make tables` (Hydra's joblib launcher: up to JOBS worker processes, each
+# running jobs in turn); 1 = one job after another in the make process's own clusterbench run.
+JOBS ?= 1
 # The experiments whose records feed the tables of the methods implemented so far.
 EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2 kr_restart_odds kcprime_tableS1
 RESULTS ?= results
@@ -24,8 +27,10 @@ lint:
 # A grid point that fails (e.g. an eigensolver that does not converge) is recorded as failed and
 # `run` exits 1; the tables are built from the points that finished all the same.
 tables:
+	@case "$(strip $(JOBS))" in ''|*[!0-9]*|0|00*) echo "make tables: JOBS must be an integer ≥ 1, got '$(JOBS)'" >&2; exit 2;; esac
 	for experiment in $(EXPERIMENTS); do \
-		clusterbench run -m experiment=$$experiment profile=$(PROFILE) results_dir=$(RESULTS); \
+		clusterbench run -m experiment=$$experiment profile=$(PROFILE) results_dir=$(RESULTS) \
+			$(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS)); \
 		case $$? in \
 			0) ;; \
 			1) echo "make tables: some points of $$experiment failed; see the records' error column" ;; \

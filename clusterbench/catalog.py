@@ -67,6 +67,26 @@ def dataset_spec(name: str, experiment: str | None = None) -> DictConfig:
     return OmegaConf.merge(spec, overrides) if overrides else spec
 
 
+def check_in_cache(datasets: list[str], or_else: str = "leave them out") -> None:
+    """Fail before any work, naming every dataset a command would need that is neither in the
+    cache nor downloadable (no OpenML id), instead of stopping at the first; ``or_else`` is the
+    last fix the line offers."""
+    from clusterbench.data import cache_dir
+    from clusterbench.data.sources import import_only
+
+    missing = []
+    for name in datasets:
+        source = OmegaConf.select(load_option("dataset", name), "source")  # None: the runner says so
+        if import_only(source) and not (cache_dir() / f"{source.name}.npz").exists():
+            missing.append(name)
+    if missing:
+        raise UserError(
+            f"not in the data cache ({cache_dir()}) and with no OpenML source: {', '.join(missing)}; "
+            "put their .npz files in a folder and run `clusterbench data import FOLDER`, set "
+            f"CLUSTERBENCH_DATA, or {or_else}"
+        )
+
+
 @cache
 def method_names() -> list[str]:
     """The names records and tables give the methods: each file's ``name``, else that of the

@@ -21,7 +21,7 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import CONF_DIR, GROUPS, check_option, load_option, options
+from clusterbench.catalog import CONF_DIR, GROUPS, check_in_cache, check_option, load_option, options
 from clusterbench.errors import INTERRUPTED, UserError, first_line
 
 USAGE = """usage: clusterbench COMMAND [ARGS]
@@ -172,7 +172,9 @@ def check_overrides(words: list[str]) -> Path | None:
         ]
         datasets = [name for value in swept if value for name in _parse_datasets(value) or []]
     if datasets is not None or not given:
-        check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])))
+        check_in_cache(
+            list(dict.fromkeys(datasets or [cfg.dataset.name])), "sweep without them (dataset=...)"
+        )
     results_dir = _results_dir(cfg)
     if results_dir is not None:
         from clusterbench.results import check_writable
@@ -234,25 +236,6 @@ def _option_names(override, group: str) -> list[str] | None:
 
     glob = override.value() if isinstance(override.value(), Glob) else None
     return glob.filter(options(group)) if glob else _values(override)
-
-
-def check_in_cache(datasets: list[str]) -> None:
-    """Fail before a sweep starts, naming every dataset it would need that is neither in the
-    cache nor downloadable (no OpenML id), instead of stopping the sweep at the first."""
-    from clusterbench.data import cache_dir
-    from clusterbench.data.sources import import_only
-
-    missing = []
-    for name in datasets:
-        source = OmegaConf.select(load_option("dataset", name), "source")  # None: the runner says so
-        if import_only(source) and not (cache_dir() / f"{source.name}.npz").exists():
-            missing.append(name)
-    if missing:
-        raise UserError(
-            f"not in the data cache ({cache_dir()}) and with no OpenML source: {', '.join(missing)}; "
-            "put their .npz files in a folder and run `clusterbench data import FOLDER`, set "
-            "CLUSTERBENCH_DATA, or sweep without them (dataset=...)"
-        )
 
 
 def _values(override) -> list[str] | None:

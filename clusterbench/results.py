@@ -233,12 +233,19 @@ def check_writable(folder: Path, what: str) -> None:
         raise UserError(f"{what} '{folder}' is not a writable folder ({why}); choose another")
 
 
+# The process's umask, read once (reading it means setting it): what ``open`` would leave a new
+# file's mode at.
+UMASK = os.umask(0o022)
+os.umask(UMASK)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """A temporary file in the same folder, fsync, then ``os.replace``: readers never see half a file."""
+    """A temporary file in the same folder, fsync, then ``os.replace``: readers never see half a
+    file. The file gets the mode ``open`` would give it (mkstemp's is owner-only)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
@@ -246,6 +253,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -24,7 +24,7 @@ import torch
 from omegaconf import OmegaConf
 
 from clusterbench.catalog import dataset_spec, load_option
-from clusterbench.data import load_dataset
+from clusterbench.data import load_dataset, stratified_subsample
 from clusterbench.errors import UserError
 from clusterbench.methods import CLAM
 from clusterbench.results import atomic_write_text
@@ -94,15 +94,44 @@ def fmnist_rows(device: str, sizes: list[int], epochs: int, restarts: int) -> li
     return rows
 
 
-def merged(path: Path, table: pd.DataFrame, parts: list[str]) -> pd.DataFrame:
-    """``table`` in place of the rows of ``parts`` in the CSV at ``path``, the other rows kept."""
+def earlier_rows(path: Path) -> pd.DataFrame | None:
+    """The rows a previous run wrote to ``path`` (None if there is none), read before the work
+    so that a file that cannot take the new rows does not cost the benchmark's minutes."""
     if not path.exists():
+        return None
+    try:
+        rows = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        rows, why = None, str(exc).strip().splitlines()[0]
+    else:
+        why = "it has no benchmark column"
+    if rows is None or "benchmark" not in rows:
+        raise UserError(f"{path} is not a benchmark CSV ({why}); remove it or choose another --out")
+    return rows
+
+
+def merged(earlier: pd.DataFrame | None, table: pd.DataFrame, parts: list[str]) -> pd.DataFrame:
+    """``table`` in place of the rows of ``parts`` among ``earlier``'s, the other rows kept, in
+    the order of PARTS (rows of no part last)."""
+    if earlier is None:
         return table
-    earlier = pd.read_csv(path)
-    kept = earlier[~earlier["benchmark"].str.split().str[0].isin([PARTS[part] for part in parts])]
+    part_of = earlier["benchmark"].astype(str).str.split().str[0]
+    kept = earlier[~part_of.isin([PARTS[part] for part in parts])]
     rows = pd.concat([kept, table], ignore_index=True)
-    order = rows["benchmark"].str.split().str[0].map(list(PARTS.values()).index)
+    position = {name: i for i, name in enumerate(PARTS.values())}
+    order = rows["benchmark"].astype(str).str.split().str[0].map(position).fillna(len(PARTS))
     return rows.iloc[order.argsort(kind="stable")]
+
+
+def check_sizes(sizes: list[int]) -> None:
+    """Every FMNIST subset size must be one the seeded stratified subsample can draw (or the whole
+    training split), checked before any fit."""
+    labels = load("fashion_mnist").y
+    for size in sizes:
+        if size > len(labels):
+            raise UserError(f"--sizes: FMNIST's training split holds {len(labels)} points, got {size}")
+        if size < len(labels):
+            stratified_subsample(labels, size, seed=0)  # raises the range it can draw
 
 
 def main() -> None:
@@ -121,12 +150,10 @@ def main() -> None:
     output_folder(parser, args.out)
     device = resolve_device(args.device)
     parts = list(PARTS) if args.part == "all" else [args.part]
+    path = args.out / f"clam_speed_{device}.csv"
+    earlier = earlier_rows(path)
     if "fmnist" in parts:
-        available = len(load("fashion_mnist").y)
-        if max(args.sizes) > available:
-            raise UserError(
-                f"--sizes: FMNIST's training split holds {available} points, got {max(args.sizes)}"
-            )
+        check_sizes(args.sizes)
     torch.set_num_threads(args.threads)
     rows = []
     if "zoo" in parts:
@@ -135,8 +162,7 @@ def main() -> None:
         rows += fmnist_rows(device, args.sizes, args.epochs, args.restarts)
     table = pd.DataFrame(rows).assign(threads=torch.get_num_threads(), torch=torch.__version__)
     print(table.to_markdown(index=False, floatfmt=".3f"))
-    path = args.out / f"clam_speed_{device}.csv"
-    atomic_write_text(path, merged(path, table, parts).to_csv(index=False))
+    atomic_write_text(path, merged(earlier, table, parts).to_csv(index=False))
     print(f"wrote {path}")
 
 

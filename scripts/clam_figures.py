@@ -77,21 +77,25 @@ def search_records(results: Path):
     return load_records(results, "paper", ["clam_search", "clam_baselines"])
 
 
-def search(number: str, results: Path, asked: bool):
-    """Fig. 7-10 from the records; without any, an error where the figure was asked for by name,
-    else a note (drawing every figure goes on to the others)."""
-    parameter = figures.SEARCH_FIGURES[number]
-    curves = figures.search_curves(search_records(results), parameter)
+@functools.cache
+def search_curves(number: str, results: Path):
+    return figures.search_curves(search_records(results), figures.SEARCH_FIGURES[number])
+
+
+def no_search_records(number: str, results: Path) -> str:
+    return (
+        f"Fig. {number}: no paper-profile clam_search records under {results}; run  clusterbench "
+        f"run -m experiment=clam_search profile=paper results_dir={results}  (or pass --results)"
+    )
+
+
+def search(number: str, results: Path):
+    """Fig. 7-10 from the records; without any, a note (when every figure is drawn)."""
+    curves = search_curves(number, results)
     if not curves:
-        why = (
-            f"Fig. {number}: no paper-profile clam_search records under {results}; run  clusterbench "
-            f"run -m experiment=clam_search profile=paper results_dir={results}  (or pass --results)"
-        )
-        if asked:
-            raise UserError(why)
-        print(f"  {why}")
+        print(f"  {no_search_records(number, results)}")
         return None
-    label = figures.SEARCH_LABELS[parameter]
+    label = figures.SEARCH_LABELS[figures.SEARCH_FIGURES[number]]
     title = (
         f"Fig. {number}: SC vs {label} (experiment clam_search, profile paper, seed 0)\n"
         f"one line per T, the other hyperparameters at Table 6's values (dotted: Table 6's {label})\n"
@@ -121,6 +125,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
     output_folder(parser, args.out)
+    for number in args.figures:  # one asked for by name and not drawable fails before any work
+        if number in figures.SEARCH_FIGURES and not search_curves(number, args.results):
+            raise UserError(no_search_records(number, args.results))
     torch.set_num_threads(args.threads)
     scale = figures.QUICK if args.quick else figures.FULL
     for number in args.figures or FIGURES:
@@ -130,7 +137,7 @@ def main() -> None:
         elif number == "6":
             figure = evolution(scale)
         elif number in figures.SEARCH_FIGURES:
-            figure = search(number, args.results, asked=bool(args.figures))
+            figure = search(number, args.results)
         else:
             figure = toy(number, scale)
         if figure is None:

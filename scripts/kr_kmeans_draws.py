@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import check_option, dataset_spec, load_option
+from clusterbench.catalog import check_in_cache, check_option, dataset_spec, load_option
 from clusterbench.data import load_dataset
 from clusterbench.methods.kr_kmeans import protocentroid_budget
 from clusterbench.metrics import ari
@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     for name in args.datasets:
         check_option("dataset", name)
+    check_in_cache(args.datasets)
     paper = load_option("table", "kr_table2").paper.ari
     print("ARI at seed", args.seed, "         h1 + h2: paper  >=1.3  <1.3   h1·h2: paper  >=1.3  <1.3")
     for name in args.datasets:

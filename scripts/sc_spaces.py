@@ -14,7 +14,7 @@ import argparse
 from omegaconf import OmegaConf
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import check_option, dataset_spec
+from clusterbench.catalog import check_in_cache, check_option, dataset_spec
 from clusterbench.data import load_dataset
 from clusterbench.metrics import nmi, silhouette
 from clusterbench.scripting import positive_int, run_script
@@ -28,6 +28,7 @@ def main() -> None:
     args = parser.parse_args()
     for name in args.datasets:
         check_option("dataset", name)
+    check_in_cache(args.datasets)
     print("dataset              fit space     SC(standardized)  SC(raw)   NMI")
     for name in args.datasets:
         spec = dataset_spec(name)

@@ -10,18 +10,21 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from matplotlib.figure import Figure
 
+from clusterbench.errors import UserError
 from clusterbench.figures import save_figure
+from clusterbench.results import UMASK
 from clusterbench.scripting import output_folder, positive_int
 from tests.helpers import REPO, cli_env, load_script
 
 
-def run_script(name: str, *words: str) -> subprocess.CompletedProcess:
+def run_script(name: str, *words: str, data_folder=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(REPO / "scripts" / f"{name}.py"), *words],
         cwd=REPO,
-        env=cli_env(),
+        env=cli_env(data_folder),
         capture_output=True,
         text=True,
         timeout=120,
@@ -32,19 +35,30 @@ def run_script(name: str, *words: str) -> subprocess.CompletedProcess:
     ("name", "words", "message"),
     [
         ("sc_spaces", ["nosuch"], "sc_spaces.py: error: unknown dataset 'nosuch'; known dataset options: "),
-        (
+        ("sc_spaces", ["kdd_protein"], "sc_spaces.py: error: not in the data cache"),
+        ("bench_clam", ["--sizes", "1000", "5"], "bench_clam.py: error: cannot draw a class-stratified"),
+        pytest.param(
             "bench_clam",
             ["--device", "cuda"],
             "bench_clam.py: error: device='cuda' but no CUDA GPU is visible",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible"),
         ),
     ],
 )
-def test_a_script_ends_a_user_error_in_one_line_with_exit_status_2(name, words, message):
-    result = run_script(name, *words)
+def test_a_script_ends_a_user_error_in_one_line_with_exit_status_2(name, words, message, tmp_path):
+    """Refused before any work: nothing printed, nothing written (bench_clam's --out is a scratch
+    folder, so that a check that let the benchmark run could not write into the checkout)."""
+    out = tmp_path / "out"
+    result = run_script(
+        name,
+        *words,
+        *(["--out", str(out)] if name == "bench_clam" else []),
+        data_folder=None if name == "bench_clam" else tmp_path / "empty",  # kdd_protein: not cached
+    )
     assert result.returncode == 2
     assert result.stderr.startswith(message)
     assert len(result.stderr.strip().splitlines()) == 1  # no traceback
-    assert result.stdout == ""  # refused before any work or output
+    assert result.stdout == "" and not out.exists()
 
 
 def test_positive_int_takes_integers_from_one():
@@ -70,6 +84,7 @@ def test_a_figure_that_fails_to_render_leaves_the_previous_file_whole(tmp_path):
     png, pdf = save_figure(figure, tmp_path, "fig")
     previous = png.read_bytes()
     assert previous.startswith(b"\x89PNG") and pdf.read_bytes().startswith(b"%PDF")
+    assert png.stat().st_mode & 0o777 == 0o666 & ~UMASK  # as open() would leave it, not mkstemp's 0600
 
     def half_written(target, **options):
         target.write(b"\x89PNG half")
@@ -107,11 +122,17 @@ def test_the_clam_benchmark_replaces_only_the_part_it_ran(tmp_path):
     )
     rows.to_csv(path, index=False)
     zoo = rows.iloc[:1].assign(seconds=5.0)
-    assert bench.merged(path, zoo, ["zoo"])["seconds"].tolist() == [5.0, 0.1, 1.0]
+    earlier = bench.earlier_rows(path)
+    assert bench.merged(earlier, zoo, ["zoo"])["seconds"].tolist() == [5.0, 0.1, 1.0]
     fmnist = rows.iloc[1:2].assign(n=60000, seconds=7.0)
-    again = bench.merged(path, fmnist, ["fmnist"])
-    assert again["n"].tolist() == [101, 60000]
-    assert np.array_equal(bench.merged(tmp_path / "none.csv", zoo, ["zoo"]), zoo)
+    assert bench.merged(earlier, fmnist, ["fmnist"])["n"].tolist() == [101, 60000]
+    assert bench.earlier_rows(tmp_path / "none.csv") is None
+    assert np.array_equal(bench.merged(None, zoo, ["zoo"]), zoo)
+    # A file that cannot take the rows (emptied by a kill under the old non-atomic write) is
+    # refused before the benchmark runs, not after.
+    path.write_text("")
+    with pytest.raises(UserError, match="is not a benchmark CSV"):
+        bench.earlier_rows(path)
 
 
 @pytest.mark.parametrize(
