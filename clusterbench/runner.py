@@ -345,18 +345,31 @@ def fit_timeout(timeout_s, method_name: str) -> float | None:
     return limit
 
 
-def limit_torch_threads(threads: int | None) -> None:
-    """Give torch ``threads`` CPU threads, if the estimator's module has loaded torch at all.
+@contextlib.contextmanager
+def limit_threads(threads: int | None):
+    """Within the block, fits and metrics get ``threads`` CPU threads: torch's (if the estimator's
+    module has loaded torch at all), and the BLAS and OpenMP pools of NumPy and scikit-learn
+    (threadpoolctl). None leaves every library at its default, one thread per core.
 
     Why 1 by default: the torch methods run many small kernels; with one thread per core, a
     second busy process on the machine (another job of a joblib sweep, a test run) leaves torch's
     threads waiting on each other, and a fit runs up to 10x slower (CLAM on Yale: 116 s against
-    14 s for 5 epochs on 2 busy cores). Larger problems on an idle machine gain from more.
-    Torch is looked up, not imported: a job of a scikit-learn baseline never loads it.
+    14 s for 5 epochs on 2 busy cores). Larger problems on an idle machine gain from more. The
+    BLAS pool is limited too because its sums depend on its thread count: spectral clustering on a
+    near-disconnected graph, or a k-means restart on Soybean, ends elsewhere at two threads than
+    at one, so a record is reproducible only at a stated count. Torch is looked up, not imported:
+    a job of a scikit-learn baseline never loads it.
     """
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
     torch = sys.modules.get("torch")
-    if threads is not None and torch is not None:
+    if torch is not None:
         torch.set_num_threads(threads)
+    with threadpool_limits(limits=threads):
+        yield
 
 
 def job_identity(cfg: DictConfig, experiment: str, dataset_cfg: DictConfig) -> dict:
@@ -421,7 +434,6 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         check_point(build_estimator(method, params, data, seed, cfg.device), method.name, data)
     for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
         estimator = build_estimator(method, params, data, seed, cfg.device)
-        limit_torch_threads(threads)
         hyper = estimator_params(estimator)
         point = {
             "target": method.estimator._target_,
@@ -481,10 +493,11 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             "clusterbench_version": code_version(),
         }
         stored = _stored_fit(same_data, len(data.y)) if rescorable and not cfg.force else None
-        if stored is not None:
-            outcome = _rescore(stored, cfg.metrics, data, seed, params)
-        else:
-            outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
+        with limit_threads(threads):
+            if stored is not None:
+                outcome = _rescore(stored, cfg.metrics, data, seed, params)
+            else:
+                outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
             if stale:
                 outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
         outcome.path, outcome.hyperparameters = path, hyper

@@ -550,6 +550,34 @@ def test_a_fit_past_timeout_s_is_recorded_as_timeout_and_not_retried(tmp_path):
     assert read_record(outcome.path)["fit_seconds"].tolist() == [0.6]
 
 
+class CountsThreads(KMeansLike):
+    """Notes the CPU threads each thread pool (BLAS, OpenMP) offers while it fits."""
+
+    pools = ()
+
+    def fit(self, X, y=None):
+        from threadpoolctl import threadpool_info
+
+        type(self).pools = [pool["num_threads"] for pool in threadpool_info()]
+        self.labels_ = np.arange(len(X)) % 2
+        return self
+
+
+def test_threads_limits_the_blas_and_openmp_pools_during_a_fit(tmp_path):
+    """threads=1 (the default) runs BLAS and OpenMP at one thread, whose sums records are
+    reproducible at; null leaves them at their defaults; either way they are restored after."""
+    import sklearn.cluster  # noqa: F401  (loads scikit-learn's OpenMP pool)
+    from threadpoolctl import threadpool_info
+
+    outside = [pool["num_threads"] for pool in threadpool_info()]
+    counts = "method.estimator._target_=tests.test_runner.CountsThreads"
+    run_job(compose_config(tmp_path, "dataset=iris", counts))
+    assert CountsThreads.pools and set(CountsThreads.pools) == {1}
+    run_job(compose_config(tmp_path, "dataset=iris", counts, "threads=null", "method.estimator.max_iter=299"))
+    assert CountsThreads.pools == outside
+    assert [pool["num_threads"] for pool in threadpool_info()] == outside
+
+
 class OnDevice(KMeansLike):
     """Takes a device, as the torch estimators do; counts its fits."""
 
