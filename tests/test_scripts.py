@@ -4,6 +4,7 @@ line, arguments checked before the work, outputs that land whole."""
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 
@@ -144,8 +145,15 @@ def test_the_clam_benchmark_replaces_only_the_part_it_ran(tmp_path):
     ],
 )
 def test_make_figures_draws_only_the_papers_picked_from(picked, scripts):
+    # Under `make test` the variables of the calling make are in the environment: left out.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"}
     result = subprocess.run(
-        ["make", "-n", "figures", *picked], cwd=REPO, capture_output=True, text=True, check=True
+        ["make", "--no-print-directory", "-n", "figures", *picked],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     called = [
         line.split()[1].removeprefix("scripts/").removesuffix(".py") for line in result.stdout.splitlines()
