@@ -432,86 +432,87 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     # n x n affinity matrix), until the job ends.
     for params in grid:
         check_point(build_estimator(method, params, data, seed, cfg.device), method.name, data)
-    for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
-        estimator = build_estimator(method, params, data, seed, cfg.device)
-        hyper = estimator_params(estimator)
-        point = {
-            "target": method.estimator._target_,
-            "variant": method.variant,
-            "params": named_by(estimator, hyper),
-        }
-        path = record_of(point)
-        key = path.stem
-        # A record of the point (or its twin) written under the former, type-sensitive hash takes
-        # its new name first, so the lookup below finds it.
-        for each in (point, *_on_other_device(point)):
-            adopt_typed_record(record_of(each), typed_hash({**job, "method": each}))
-        # The point fitted on the other device counts as done: a sweep moved between a CPU and a
-        # GPU machine resumes instead of fitting it twice (its record says where it ran).
-        found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
-        if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
-            found = None
-        fit = fit_hash_of(point)
-        stale = found is not None and _data_changed(found[1], data.digest)
-        same_data: list[Path] = []
-        if found and not stale:
-            if found[0] == path and not _knows_its_fit(found[1]):  # a record of earlier code
-                complete_record(path, fit_hash=fit, data_digest=data.digest)
-        elif not cfg.force:
-            # Records of this fit on the same data under another metric suite: one skipped or
-            # timed out here under today's limits would be again, and one that succeeded (on
-            # either device) lends its labels, scored with this suite instead of fitting again.
-            if same_fit is None:
-                same_fit = records_by_fit(path.parent)
-            here = _other_records(same_fit, fit, path, data.digest)
-            twins = [
-                _other_records(same_fit, fit_hash_of(each), path, data.digest)
-                for each in _on_other_device(point)
-            ]
-            same_data = here + [record for records in twins for record in records]
-            found = found or _stopped_elsewhere(here, len(data.y), method.get("max_samples"), timeout)
-        if found and not stale:
-            outcomes.append(_cached(params, found[1], found[0]))
-            outcomes[-1].hyperparameters = hyper
-            if report:
-                report(outcomes[-1])
-            continue
-        base = {
-            "experiment": experiment,
-            "profile": cfg.profile.name,
-            "dataset": data.name,
-            "method": method.name,
-            "variant": method.variant,
-            "seed": seed,
-            # As named: a record of a point at a later-added parameter's former value holds the
-            # params its earlier records hold, so tables see one grid point, not two.
-            "params": json.dumps(point["params"], sort_keys=True),
-            "device": getattr(estimator, "device", "cpu"),
-            "config_hash": key,
-            "fit_hash": fit,
-            "data_digest": data.digest,
-            "clusterbench_version": code_version(),
-        }
-        stored = _stored_fit(same_data, len(data.y)) if rescorable and not cfg.force else None
-        with limit_threads(threads):
+    # Set once for the job: entering the limit costs ~5 ms, a sweep of small fits has thousands.
+    with limit_threads(threads):
+        for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
+            estimator = build_estimator(method, params, data, seed, cfg.device)
+            hyper = estimator_params(estimator)
+            point = {
+                "target": method.estimator._target_,
+                "variant": method.variant,
+                "params": named_by(estimator, hyper),
+            }
+            path = record_of(point)
+            key = path.stem
+            # A record of the point (or its twin) written under the former, type-sensitive hash takes
+            # its new name first, so the lookup below finds it.
+            for each in (point, *_on_other_device(point)):
+                adopt_typed_record(record_of(each), typed_hash({**job, "method": each}))
+            # The point fitted on the other device counts as done: a sweep moved between a CPU and a
+            # GPU machine resumes instead of fitting it twice (its record says where it ran).
+            found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
+            if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
+                found = None
+            fit = fit_hash_of(point)
+            stale = found is not None and _data_changed(found[1], data.digest)
+            same_data: list[Path] = []
+            if found and not stale:
+                if found[0] == path and not _knows_its_fit(found[1]):  # a record of earlier code
+                    complete_record(path, fit_hash=fit, data_digest=data.digest)
+            elif not cfg.force:
+                # Records of this fit on the same data under another metric suite: one skipped or
+                # timed out here under today's limits would be again, and one that succeeded (on
+                # either device) lends its labels, scored with this suite instead of fitting again.
+                if same_fit is None:
+                    same_fit = records_by_fit(path.parent)
+                here = _other_records(same_fit, fit, path, data.digest)
+                twins = [
+                    _other_records(same_fit, fit_hash_of(each), path, data.digest)
+                    for each in _on_other_device(point)
+                ]
+                same_data = here + [record for records in twins for record in records]
+                found = found or _stopped_elsewhere(here, len(data.y), method.get("max_samples"), timeout)
+            if found and not stale:
+                outcomes.append(_cached(params, found[1], found[0]))
+                outcomes[-1].hyperparameters = hyper
+                if report:
+                    report(outcomes[-1])
+                continue
+            base = {
+                "experiment": experiment,
+                "profile": cfg.profile.name,
+                "dataset": data.name,
+                "method": method.name,
+                "variant": method.variant,
+                "seed": seed,
+                # As named: a record of a point at a later-added parameter's former value holds the
+                # params its earlier records hold, so tables see one grid point, not two.
+                "params": json.dumps(point["params"], sort_keys=True),
+                "device": getattr(estimator, "device", "cpu"),
+                "config_hash": key,
+                "fit_hash": fit,
+                "data_digest": data.digest,
+                "clusterbench_version": code_version(),
+            }
+            stored = _stored_fit(same_data, len(data.y)) if rescorable and not cfg.force else None
             if stored is not None:
                 outcome = _rescore(stored, cfg.metrics, data, seed, params)
             else:
                 outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
-            if stale:
-                outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
-        outcome.path, outcome.hyperparameters = path, hyper
-        base["fit_seconds"] = outcome.fit_seconds
-        base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        status = "ok" if outcome.status == "rescored" else outcome.status
-        write_record(
-            path, _rows(base, outcome.scores, cfg.metrics, status, outcome.error), labels=outcome.labels
-        )
-        if outcome.status == "failed":
-            mark_failure(path)
-        outcomes.append(outcome)
-        if report:
-            report(outcome)
+                if stale:
+                    outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
+            outcome.path, outcome.hyperparameters = path, hyper
+            base["fit_seconds"] = outcome.fit_seconds
+            base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            status = "ok" if outcome.status == "rescored" else outcome.status
+            write_record(
+                path, _rows(base, outcome.scores, cfg.metrics, status, outcome.error), labels=outcome.labels
+            )
+            if outcome.status == "failed":
+                mark_failure(path)
+            outcomes.append(outcome)
+            if report:
+                report(outcome)
     return outcomes
 
 
