@@ -14,7 +14,7 @@ import argparse
 from omegaconf import OmegaConf
 from sklearn.cluster import KMeans
 
-from clusterbench.catalog import check_in_cache, check_option, dataset_spec
+from clusterbench.catalog import check_in_cache, dataset_spec
 from clusterbench.data import load_dataset
 from clusterbench.metrics import nmi, silhouette
 from clusterbench.scripting import positive_int, run_script
@@ -26,9 +26,7 @@ def main() -> None:
     parser.add_argument("--n-init", type=positive_int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    for name in args.datasets:
-        check_option("dataset", name)
-    check_in_cache(args.datasets)
+    check_in_cache(args.datasets)  # also names an unknown dataset (load_option), before any fit
     print("dataset              fit space     SC(standardized)  SC(raw)   NMI")
     for name in args.datasets:
         spec = dataset_spec(name)
