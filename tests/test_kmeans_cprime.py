@@ -186,6 +186,7 @@ def test_purity_and_nmi_of_a_perfect_clustering_are_one():
         (KMeansCPrime(3, init="kmeans"), "init must be one of"),
         (LazyKMeans(3, epsilon=-0.1), "epsilon must be a number ≥ 0"),
         (IsotropicGMM(3, tol=-1.0), "tol must be a number ≥ 0"),
+        (LazyKMeans(500), r"LazyKMeans n_clusters must be at most the number of points \(\d+\), got 500"),
     ],
 )
 def test_invalid_hyperparameters_name_the_parameter(model, match):

@@ -356,6 +356,14 @@ def test_invalid_hyperparameters_name_the_problem(params, message):
         KhatriRaoKMeans(**params).fit(np.zeros((10, 2)))
 
 
+@pytest.mark.parametrize("estimator", [KhatriRaoKMeans, KhatriRaoNaive])
+def test_more_centroids_than_points_is_a_hyperparameter_error(estimator):
+    # 25 clusters as 5 x 5 centroids on 10 points (scikit-learn's own error before, for the naive one)
+    message = "needs at least as many points as its 25 centroids, got 10"
+    with pytest.raises(HyperparameterError, match=message):
+        estimator(n_clusters=25).fit(np.arange(20.0).reshape(10, 2))
+
+
 @pytest.mark.parametrize("seed", [0, 42])
 @pytest.mark.parametrize("method", ["kr_kmeans", "kr_kmeans_product", "kmeans_kr", "kmeans_kr_budget"])
 def test_committed_paper_records_of_r15_are_what_this_code_computes(method, seed, tmp_path):

@@ -2,7 +2,7 @@
 
 DEC clusters with k centroids μ_j and a Student-t soft assignment of each point z_i (eq. 1 of
 Xie et al.), sharpens it into an auxiliary target distribution (eq. 3), and moves the centroids by
-SGD on KL(P‖Q) (eq. 2, gradient eq. 4). A point's cluster is argmax_j q_ij.
+SGD on KL(P‖Q) (eq. 2; autograd gives the centroid gradient of eq. 5). A point's cluster is argmax_j q_ij.
 
 What CLAM changed (§4, Appendix A.3, B.2, Table 7): it runs only the soft-clustering part of DEC,
 with **no autoencoder**: the points z_i are the standardized input itself and the centroids are the
@@ -110,9 +110,11 @@ def target_distribution(q: torch.Tensor) -> torch.Tensor:
     """P: DEC's auxiliary target (eq. 3, Xie et al.): p_ij = (q_ij² / f_j) / Σ_j' (q_ij'² / f_j').
 
     f_j = Σ_i q_ij is cluster j's soft frequency; squaring sharpens the assignments, dividing by
-    f_j keeps large clusters from taking over.
+    f_j keeps large clusters from taking over. A cluster whose q underflowed to 0 at every point
+    (f_j = 0: a centroid far from all data under a large α) gets p_ij = 0, not 0/0.
     """
-    weight = q.square() / q.sum(0, keepdim=True)
+    frequency = q.sum(0, keepdim=True)
+    weight = torch.where(frequency > 0, q.square() / frequency, 0.0)
     return weight / weight.sum(1, keepdim=True)
 
 
@@ -200,18 +202,22 @@ class DEC(ClusterMixin, BaseEstimator):
         self.device_ = resolve_device(self.device)
         seed = resolve_seed(self.random_state)
         generator = torch.Generator(device=self.device_).manual_seed(seed)
-        data = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
+        # Distances are taken from the data's mean: the GEMM identity of squared_distances loses
+        # every digit in float32 far from the origin (uncentred data shifted by 1e4 mislabelled a
+        # fifth of its points). Standardized inputs (CLAM's) have mean 0 and are unchanged.
+        self._data_mean = X.mean(0, dtype=np.float64)
+        data = self._centred(X)
 
         initial = self._initial_centers(X, data, generator, seed)
         self.init_centers_ = initial.double().cpu().numpy()
-        centers = initial.clone().requires_grad_()
+        centers = self._centred(self.init_centers_).requires_grad_()
         if self.optimizer == "adam":
             optimizer = torch.optim.Adam([centers], lr=self.lr)
         else:
             optimizer = torch.optim.SGD([centers], lr=self.lr, momentum=self.momentum)
 
         n = len(data)
-        labels = self._labels(data, initial)
+        labels = self._labels(data, centers.detach())
         history = {"iteration": [], "kl": [], "changed": []}
         target = None
         order = torch.empty(0, dtype=torch.long, device=self.device_)
@@ -247,16 +253,18 @@ class DEC(ClusterMixin, BaseEstimator):
         final = centers.detach()
         self.n_iter_ = iteration
         self.history_ = {key: np.asarray(values) for key, values in history.items()}
-        self.cluster_centers_ = final.double().cpu().numpy()
+        self.cluster_centers_ = final.double().cpu().numpy() + self._data_mean
         self.labels_ = self._labels(data, final).cpu().numpy()
         return self
 
     def predict(self, X):
         """argmax_j q_ij of each point of ``X`` with the fitted centroids (= the nearest centroid)."""
         X = check_predict_input(self, X, "cluster_centers_")
-        data = torch.as_tensor(X, dtype=torch.float32, device=self.device_)
-        centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
-        return self._labels(data, centers).cpu().numpy()
+        return self._labels(self._centred(X), self._centred(self.cluster_centers_)).cpu().numpy()
+
+    def _centred(self, points: np.ndarray) -> torch.Tensor:
+        """``points`` less the training data's mean, as float32 on the fitted device."""
+        return torch.as_tensor(points - self._data_mean, dtype=torch.float32, device=self.device_)
 
     def _validate_params(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""

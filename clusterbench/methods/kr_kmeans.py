@@ -52,6 +52,7 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from clusterbench.errors import HyperparameterError
 from clusterbench.validation import (
     SEED_AND_DEVICE_CHECKS,
     check_hyperparameters,
@@ -349,7 +350,10 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
         if self.n_centroids_ > len(X):
-            raise ValueError(f"{self.n_centroids_} centroids need at least as many points, got {len(X)}")
+            raise HyperparameterError(
+                f"{type(self).__name__} needs at least as many points as its {self.n_centroids_} centroids, "
+                f"got {len(X)}: lower n_clusters (or h)"
+            )
         self.device_ = resolve_device(self.device)
         points = torch.as_tensor(X, device=self.device_)
         explicit = not isinstance(self.init, str)

@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 
+from clusterbench.errors import HyperparameterError
 from clusterbench.methods.kr_kmeans import (
     LAYOUT_CHECKS,
     KhatriRaoCentroids,
@@ -103,6 +104,11 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
+        if self.n_centroids_ > len(X):
+            raise HyperparameterError(
+                f"{type(self).__name__} needs at least as many points as its {self.n_centroids_} centroids, "
+                f"got {len(X)}: lower n_clusters (or h)"
+            )
         seed = resolve_seed(self.random_state)
         kmeans = KMeans(
             self.n_centroids_,

@@ -26,6 +26,9 @@ class LazyKMeans(_TruncatedEM):
 
     Parameters as :class:`~clusterbench.methods.kmeans_cprime.KMeansCPrime` with ``epsilon``
     (float ≥ 0; the paper's Table S1: 0.1) in place of ``c_prime``.
+
+    ``labels_`` is the lazy assignment, ``predict`` the nearest centre, so on the training data
+    the two can differ when ε > 0 (module docstring).
     """
 
     def __init__(
