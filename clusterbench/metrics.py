@@ -120,7 +120,7 @@ def gmm_log_likelihood(X: np.ndarray, estimator) -> float:
 
     σ² is the model's ``sigma2_`` when it has one (k-means-C′, lazy-k-means, isotropic GMM),
     else eq. 12: the mean squared distance to the nearest centre over D, as the paper scores
-    k-means. NaN for a model without centres.
+    k-means. NaN for a model without centres; +inf when σ² is 0 (every point on a centre).
     """
     found = _centres_and_distances(X, estimator)
     if found is None:
@@ -130,6 +130,8 @@ def gmm_log_likelihood(X: np.ndarray, estimator) -> float:
     sigma2 = getattr(estimator, "sigma2_", None)
     if sigma2 is None:
         sigma2 = distances.min(1).mean() / n_features
+    if not sigma2 > 0:  # every point on a centre: the density there, and ℒ, is unbounded
+        return math.inf
     log_joint = -distances / (2.0 * sigma2) - 0.5 * n_features * math.log(2 * math.pi * sigma2)
     return float(logsumexp(log_joint, axis=1).mean() - math.log(len(centres)))
 

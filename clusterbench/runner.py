@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from clusterbench.catalog import locate, method_names
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
-from clusterbench.metrics import call_metric
+from clusterbench.metrics import POINTWISE, call_metric
 from clusterbench.results import (
     COLUMNS,
     adopt_typed_record,
@@ -255,6 +255,11 @@ def check_metric_suite(metrics: DictConfig) -> None:
             )
         options = {k: v for k, v in given.items() if k != "ignore_label"}
         parameters = signature.parameters
+        if ignore_label is not None and not set(POINTWISE) & set(parameters):
+            raise UserError(
+                f"metric '{name}' reads no per-point array ({', '.join(POINTWISE)}), only the fitted "
+                "model, so ignore_label cannot apply to it; remove ignore_label from it"
+            )
         keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
         named = [p for p in parameters if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
         settable = [p for p in named if p not in probe]  # the runner passes the others by name
@@ -586,11 +591,21 @@ class NoLabels(UserError):
 
 def fitted_labels(estimator, method_name: str, X: np.ndarray) -> np.ndarray:
     """A fitted estimator's labels of the points it was fitted on: ``labels_`` (scikit-learn's
-    clustering convention), else ``predict`` (e.g. GaussianMixture, which sets no ``labels_``)."""
+    clustering convention), else ``predict`` (e.g. GaussianMixture, which sets no ``labels_``).
+    Labels that are not one finite value per point fail the point: metrics would drop NaN-labelled
+    points or read them as a cluster, each its own way."""
     if hasattr(estimator, "labels_"):
-        return np.asarray(estimator.labels_)
-    if callable(getattr(estimator, "predict", None)):
-        return np.asarray(estimator.predict(X))
+        labels = np.asarray(estimator.labels_)
+    elif callable(getattr(estimator, "predict", None)):
+        labels = np.asarray(estimator.predict(X))
+    else:
+        labels = None
+    if labels is not None:
+        if labels.shape != (len(X),):
+            raise ValueError(f"labels have shape {labels.shape}, expected one per point ({len(X)},)")
+        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+            raise ValueError(f"{int((~np.isfinite(labels)).sum())} labels are NaN or infinite")
+        return labels
     raise NoLabels(
         f"method '{method_name}': the fitted {type(estimator).__name__} sets no labels_ and has no "
         "predict; a clustering estimator's fit must set labels_ (scikit-learn's convention)"

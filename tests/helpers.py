@@ -151,3 +151,10 @@ class NoLabels(PredictsOnly):
     """Neither sets ``labels_`` nor predicts."""
 
     predict = None
+
+
+class NaNLabels(PredictsOnly):
+    """Predicts NaN for its first point."""
+
+    def predict(self, X):
+        return np.where(np.arange(len(X)) == 0, np.nan, 1.0)

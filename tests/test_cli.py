@@ -139,6 +139,10 @@ def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragm
         (["timeout_s={clma: 0.3}"], ["timeout_s.clma names no method", "clam"]),
         (["+metrics.nmi.labels=3"], ["metric 'nmi' has no option 'labels'", "average_method, ignore_label"]),
         (["+metrics.nmi.ignore_label=[1,2]"], ["ignore_label must be one integer label or null"]),
+        (
+            ["metrics=khatri_rao", "+metrics.inertia.ignore_label=1"],
+            ["metric 'inertia' reads no per-point array", "only the fitted model"],
+        ),
     ],
 )
 def test_a_mistyped_run_exits_2_in_one_line_before_any_record(tmp_path, words, fragments):

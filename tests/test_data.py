@@ -222,6 +222,7 @@ def test_stratified_subsample_keeps_class_proportions_and_is_seeded(name, size):
 
 class FakeOpenMLDataset:
     default_target_attribute = "kind"
+    labels = ("mammal", "fish", "crab", "bird", "fish")
 
     def get_data(self, target, dataset_format):
         assert (target, dataset_format) == ("kind", "dataframe")
@@ -233,7 +234,7 @@ class FakeOpenMLDataset:
                 "size": pd.Categorical(["big", "small", None, "small", "big"], categories=["small", "big"]),
             }
         )
-        labels = pd.Series(["mammal", "fish", "crab", "bird", "fish"], name="kind")
+        labels = pd.Series(list(self.labels), name="kind")
         return frame, labels, [False, False, False, True], list(frame.columns)
 
 
@@ -291,6 +292,26 @@ def test_openml_fetch_encodes_columns_and_writes_the_cache(tmp_path, fake_openml
     train = load_dataset(spec)
     np.testing.assert_array_equal(train.X, np.nan_to_num(expected_X[:3]))
     np.testing.assert_array_equal(train.y, [3, 2, 1])
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        (["10", "2", "2", "1", "10"], [2, 1, 1, 0, 2]),  # numbers sort as numbers
+        (["1", "1.0", "1", "2", "1.0"], [0, 1, 0, 2, 1]),  # two spellings stay two classes
+        (["b", "10", "a", "2", "b"], [3, 0, 2, 1, 3]),  # mixed: as text
+    ],
+)
+def test_openml_targets_are_numbered_one_class_per_value(fake_openml, monkeypatch, labels, expected):
+    monkeypatch.setattr(FakeOpenMLDataset, "labels", labels)
+    np.testing.assert_array_equal(cached("toy_zoo", openml_id=1, drop_columns=("animal",)).y, expected)
+
+
+@pytest.mark.parametrize("missing", [None, np.nan])
+def test_an_openml_target_with_missing_values_is_a_user_error(fake_openml, monkeypatch, missing):
+    monkeypatch.setattr(FakeOpenMLDataset, "labels", ["a", missing, "b", "a", "b"])
+    with pytest.raises(UserError, match=r"OpenML dataset 1 has 1 rows without a target \('kind'\)"):
+        cached("toy_zoo", openml_id=1, drop_columns=("animal",))
 
 
 @pytest.mark.parametrize(
@@ -503,6 +524,25 @@ def test_the_imputation_hint_is_an_override_that_works_on_the_users_config(tmp_p
     with pytest.raises(UserError, match=r"; set dataset\.impute=mean or zero$"):
         own_file(tmp_path, monkeypatch, X, [0, 1, 1], impute=None)
     assert own_file(tmp_path, monkeypatch, X, [0, 1, 1], impute="zero").X[0, 1] == 0.0
+
+
+def test_a_feature_with_no_value_cannot_be_mean_imputed(tmp_path, monkeypatch):
+    X = [[0, np.nan], [1, np.nan], [2, np.nan]]  # nanmean of the column is NaN: it stayed NaN before
+    with pytest.raises(UserError, match=r"1 feature\(s\) with no value \(first: column 1\).*impute=zero$"):
+        own_file(tmp_path, monkeypatch, X, [0, 1, 1], impute="mean")
+
+
+def test_max_scale_refuses_a_maximum_that_is_not_positive():
+    with pytest.raises(UserError, match=r"max_scale needs a positive maximum, got 0\.0"):
+        PREPROCESSORS["max_scale"](np.zeros((2, 2)))  # NaN everywhere before
+    with pytest.raises(UserError, match=r"got -1\.0"):
+        PREPROCESSORS["max_scale"](-np.arange(1.0, 5.0).reshape(2, 2))  # every sign flipped before
+
+
+def test_a_constant_feature_standardizes_to_zero_despite_its_rounding_std():
+    X = np.column_stack([np.full(1000, 0.1), np.arange(1000.0)])
+    assert X[:, 0].std() > 0  # 1.4e-17: a rounding error, which scaled the column to 100 before
+    np.testing.assert_allclose(PREPROCESSORS["standardize"](X)[:, 0], 0.0, atol=1e-12)
 
 
 def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeypatch, capsys):

@@ -170,6 +170,9 @@ def test_metrics_recompute_the_models_likelihood_and_quantization_error(birch):
     assert expected.sigma2_ == pytest.approx(sigma2, rel=1e-9)
     assert gmm_log_likelihood(X, lloyd) == pytest.approx(expected.log_likelihood_, abs=1e-9)
     assert math.isnan(gmm_log_likelihood(X, object()))
+    # Every point on a centre: eq. 12's σ² is 0 and ℒ unbounded (a math domain error before)
+    duplicated = np.repeat([[0.0, 0.0], [5.0, 5.0]], 3, axis=0)
+    assert gmm_log_likelihood(duplicated, KMeans(2, n_init=1, random_state=0).fit(duplicated)) == math.inf
 
 
 def test_purity_and_nmi_of_a_perfect_clustering_are_one():

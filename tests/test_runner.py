@@ -795,6 +795,11 @@ def test_an_estimator_without_labels_is_scored_by_its_predict_and_one_without_ei
         run_job(iris(tmp_path, "method.estimator._target_=tests.helpers.NoLabels"))
 
 
+def test_labels_that_are_not_one_finite_value_per_point_fail_the_point(tmp_path):
+    (outcome,) = run_job(iris(tmp_path, "method.estimator._target_=tests.helpers.NaNLabels"))
+    assert outcome.status == "failed" and "1 labels are NaN or infinite" in outcome.error
+
+
 def test_a_fit_on_the_other_device_is_rescored_under_a_new_suite(tmp_path, monkeypatch):
     monkeypatch.setattr(OnDevice, "fits", 0)
     on = "method.estimator._target_=tests.test_runner.OnDevice"

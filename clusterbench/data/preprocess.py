@@ -8,9 +8,14 @@ from clusterbench.errors import UserError
 
 
 def standardize(X: np.ndarray) -> np.ndarray:
-    """z-score each feature (CLAM, Khatri-Rao); constant features become 0, as StandardScaler does."""
-    std = X.std(axis=0)
-    return (X - X.mean(axis=0)) / np.where(std > 0, std, 1.0)
+    """z-score each feature (CLAM, Khatri-Rao); constant features become 0, as StandardScaler does.
+
+    A feature counts as constant when its std is within rounding of 0 (n·eps·|mean|, the bound
+    StandardScaler uses): a column of 0.1s has std 1.4e-17, not 0, and must not be scaled to ±1.
+    """
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    constant = std <= len(X) * np.finfo(X.dtype).eps * np.abs(mean)
+    return (X - mean) / np.where(constant, 1.0, std)
 
 
 def minmax(X: np.ndarray) -> np.ndarray:
@@ -20,8 +25,13 @@ def minmax(X: np.ndarray) -> np.ndarray:
 
 
 def max_scale(X: np.ndarray) -> np.ndarray:
-    """Divide by the global maximum (Khatri-Rao on images: X / max(X))."""
-    return X / X.max()
+    """Divide by the global maximum (Khatri-Rao on images: X / max(X)), which must be positive."""
+    top = X.max()
+    if not top > 0:  # 0 would give NaN everywhere, a negative maximum would flip every sign
+        raise UserError(
+            f"preprocess max_scale needs a positive maximum, got {top}; choose another preprocess"
+        )
+    return X / top
 
 
 def pixels_unit(X: np.ndarray) -> np.ndarray:
@@ -62,6 +72,12 @@ def impute(X: np.ndarray, strategy: str | None, dataset: str, setting: str = "da
     if not missing.any():
         return X
     if strategy == "mean":
+        empty = np.flatnonzero(missing.all(axis=0))
+        if len(empty):  # no mean to fill with
+            raise UserError(
+                f"dataset '{dataset}' has {len(empty)} feature(s) with no value (first: column "
+                f"{empty[0]}), which {setting}=mean cannot fill; use {setting}=zero"
+            )
         return np.where(missing, np.nanmean(X, axis=0), X)
     if strategy == "zero":
         return np.where(missing, 0.0, X)

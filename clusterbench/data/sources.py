@@ -153,10 +153,18 @@ def fetch_openml(
                 f"source.drop_columns in conf/dataset/{name}.yaml"
             )
     X = np.column_stack([c.to_numpy() for c in columns]) if columns else np.empty((len(frame), 0))
-    # Numeric labels sort as numbers ("2" before "10"), others as strings (LabelEncoder order).
-    as_text = pd.Series(np.asarray(labels)).astype(str)
-    as_number = pd.to_numeric(as_text, errors="coerce")
-    _, y = np.unique(as_number if as_number.notna().all() else as_text, return_inverse=True)
+    labels = pd.Series(np.asarray(labels, dtype=object))
+    if labels.isna().any():  # "nan" would otherwise become a class of its own, or fail to sort
+        raise UserError(
+            f"OpenML dataset {openml_id} has {int(labels.isna().sum())} rows without a target "
+            f"('{target}'); save it without them as {name}.npz and run `clusterbench data import FOLDER`"
+        )
+    # One class per distinct value ("1" and "1.0" stay two); numeric values sort as numbers ("2"
+    # before "10"), others as strings (LabelEncoder order).
+    classes, y = np.unique(labels.astype(str), return_inverse=True)
+    as_number = pd.to_numeric(pd.Series(classes), errors="coerce")
+    if as_number.notna().all() and as_number.is_unique:
+        y = np.argsort(np.argsort(as_number.to_numpy()))[y]
     if n_train is not None and not 0 < n_train < len(y):
         raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {len(y)} rows")
     return RawData(X=X, y=y.astype(np.int64), n_train=n_train)
