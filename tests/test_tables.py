@@ -281,15 +281,21 @@ def test_paper_side_prints_the_papers_own_gains_and_win_loss_and_gain_columns_li
     assert [cell.strip() for cell in zoo] == ["0.374 ▲10%", "0.374 ▲10%"]
 
 
-def test_committed_clam_table1_paper_side_is_the_papers_table_1():
-    """Every value, gain and W/L cell of the spec's paper side against Table 1 in the paper's text."""
+def paper_lines(file: str) -> list[str]:
+    """The lines of a paper's text (``../shared/papers/<file>``, or beside $CLUSTERBENCH_DATA); the
+    test is skipped where the texts are absent."""
     beside = [REPO.parent / "shared" / "papers"]
     if os.environ.get("CLUSTERBENCH_DATA"):  # the datasets' folder of ../shared lies beside the papers
         beside.append(Path(os.environ["CLUSTERBENCH_DATA"]).parent / "papers")
-    text_path = next((folder / "clam.txt" for folder in beside if (folder / "clam.txt").exists()), None)
+    text_path = next((folder / file for folder in beside if (folder / file).exists()), None)
     if text_path is None:
         pytest.skip("the papers' texts are not beside the repository or the data folder")
-    lines = text_path.read_text().splitlines()
+    return text_path.read_text().splitlines()
+
+
+def test_committed_clam_table1_paper_side_is_the_papers_table_1():
+    """Every value, gain and W/L cell of the spec's paper side against Table 1 in the paper's text."""
+    lines = paper_lines("clam.txt")
     start = next(i for i, line in enumerate(lines) if line.startswith("Dataset\tk -means\tSpectral"))
     table = OmegaConf.load(REPO / "conf" / "table" / "clam_table1.yaml")
     names = {label: key for key, label in table.rows.items()}
@@ -309,6 +315,206 @@ def test_committed_clam_table1_paper_side_is_the_papers_table_1():
     for line, reference in zip(lines[start + 11 : start + 13], ["clam", "clam_eq8"], strict=True):
         printed = dict(zip(order, line.split("\t")[1:], strict=True))
         assert dict(table.paper_win_loss.sc[reference]) == {c: v for c, v in printed.items() if v != "—"}
+
+
+MISSING = "not given"
+
+
+def printed_number(cell: str) -> float | None:
+    """One cell of a paper's table as a number: markup (<u>, <i>) and thousands' commas dropped,
+    None for the paper's N/A or —."""
+    text = re.sub(r"<[^>]+>", "", cell).replace(",", "").strip()
+    if text in ("N/A", "—"):
+        return None
+    assert re.fullmatch(r"-?\d+(\.\d+)?", text), f"not a printed number: {cell!r}"
+    return float(text)
+
+
+def printed_label(label: str) -> str:
+    """A row or column label with markup and spaces dropped, and CLAM for the CLAM paper's C1AM."""
+    return re.sub(r"<[^>]+>|\s", "", label).replace("C1AM", "CLAM")
+
+
+def keys_by_label(items) -> dict[str, str]:
+    """A spec's rows (key: label) or columns (key: {label: ...}) by their printed label."""
+    return {printed_label(item if isinstance(item, str) else item.label): key for key, item in items.items()}
+
+
+def put(printed: dict, metric: str, dataset: str, column: str, value) -> None:
+    """Set ``printed[metric][dataset][column]``."""
+    printed.setdefault(metric, {}).setdefault(dataset, {})[column] = value
+
+
+def paper_side_differences(table, printed: dict) -> list[tuple]:
+    """(dataset, column, metric, spec's value, paper's value) of each cell where the spec's paper side
+    and the values printed in the paper (metric -> dataset -> column -> value) differ, a cell that
+    one side lacks included. Within the spec's metrics, rows and columns; a column with
+    ``paper_column`` against that column's printed values."""
+    given = {
+        (dataset, column, metric): value
+        for metric, by_dataset in OmegaConf.to_container(table.get("paper") or {}).items()
+        for dataset, by_column in by_dataset.items()
+        for column, value in by_column.items()
+    }
+    expected = {}
+    for metric, dataset, (column, column_spec) in itertools.product(
+        table.metrics, table.rows, table.columns.items()
+    ):
+        source = column_spec.get("paper_column", column)
+        if source in printed.get(metric, {}).get(dataset, {}):
+            expected[(dataset, column, metric)] = printed[metric][dataset][source]
+    assert expected, "nothing parsed from the paper's text"
+    return [
+        (*key, given.get(key, MISSING), expected.get(key, MISSING))
+        for key in sorted(given.keys() | expected.keys())
+        if given.get(key, MISSING) != expected.get(key, MISSING)
+    ]
+
+
+def printed_grid(lines: list[str], header: str, n_lines: int, table, by_metric: bool) -> dict:
+    """A table of the CLAM paper whose rows are data sets (a row of each metric where ``by_metric``:
+    its second cell names the metric, its first is empty after the first) and whose columns are
+    the spec's columns, as metric -> dataset -> column -> value."""
+    start = lines.index(header)
+    rows = keys_by_label(table.rows)
+    rows[printed_label("Mice Protien Exp")] = "mice_protein_clam"  # Tables 8 and 9 misspell it
+    by_label = keys_by_label(table.columns)
+    columns = [by_label[printed_label(label)] for label in header.split("\t")[1 + by_metric :]]
+    printed, dataset = {}, None
+    for line in lines[start + 1 : start + 1 + n_lines]:
+        name, *cells = line.split("\t")
+        dataset = rows[printed_label(name)] if name else dataset
+        metric = cells.pop(0).lower() if by_metric else table.metrics[0]
+        values = dict(zip(columns, map(printed_number, cells), strict=True))
+        printed.setdefault(metric, {})[dataset] = values
+    return printed
+
+
+@pytest.mark.parametrize(
+    "name, header, n_lines",
+    [
+        ("clam_table2", "Data\tk -m\tSpec\tAggl\tDC\tD\tD ^r\tC1AM", 10),
+        ("clam_table8", "Dataset\tMetric\tk -means\tSpectral\tAgglomerative", 20),
+        (
+            "clam_table9",
+            "Dataset\tMetric\t<i>k</i> -means\tSpectral\tAgglomerative\tDCEC\tDEC\tDEC ^r\tCLAM",
+            20,
+        ),
+    ],
+)
+def test_committed_clam_tables_2_8_9_paper_sides_are_the_papers_tables(name, header, n_lines):
+    """Every paper value of the spec (N/A as null) against its table in the paper's text."""
+    lines = paper_lines("clam.txt")
+    table = table_spec(name)
+    printed = printed_grid(lines, header, n_lines, table, by_metric="\tMetric\t" in header)
+    assert paper_side_differences(table, printed) == []
+
+
+def test_committed_clam_table3_paper_side_is_the_papers_table_3():
+    """Every SC and time of the spec against Table 3 in the paper's text (SC, then time, each for
+    k-means and CLAM)."""
+    lines = paper_lines("clam.txt")
+    start = lines.index("Dataset\tSilhouette Coefficient (SC)\t\tTime in second\t")
+    table = table_spec("clam_table3")
+    rows, by_label = keys_by_label(table.rows), keys_by_label(table.columns)
+    columns = [by_label[printed_label(label)] for label in lines[start + 1].split("\t")[1:]]
+    metrics = ["sc", "sc", "fit_seconds", "fit_seconds"]
+    printed = {}
+    for line in lines[start + 2 : start + 8]:
+        name, *cells = line.split("\t")
+        for metric, column, cell in zip(metrics, columns, cells, strict=True):
+            put(printed, metric, rows[printed_label(name)], column, printed_number(cell))
+    assert paper_side_differences(table, printed) == []
+
+
+def test_committed_clam_table10_paper_side_is_the_papers_table_10_and_its_text():
+    """The SC cells against Table 10 (methods as rows, the clean and noisy data as columns), and
+    CLAM's NMI and ARI on the noisy data against Appendix B.8's sentence that gives them."""
+    lines = paper_lines("clam.txt")
+    start = lines.index("Method\tSC (clean data)\tSC (noisy data)")
+    table = table_spec("clam_table10")
+    columns = keys_by_label(table.columns)
+    datasets = ["clam_elongated", "clam_outliers"]  # SC (clean data), SC (noisy data)
+    printed = {}
+    for line in lines[start + 1 : start + 3]:
+        name, *cells = line.split("\t")
+        for dataset, cell in zip(datasets, cells, strict=True):
+            put(printed, "sc", dataset, columns[printed_label(name)], printed_number(cell))
+    sentence = [m for line in lines for m in re.findall(r"with NMI and ARI both equal to (\d\.\d+)", line)]
+    assert len(sentence) == 1
+    for metric in ["nmi", "ari"]:
+        put(printed, metric, "clam_outliers", "clam", float(sentence[0]))
+    assert paper_side_differences(table, printed) == []
+
+
+def test_committed_kcprime_table_s1_paper_side_is_the_papers_table_s1():
+    """Every [mean, best] pair of the spec against Table S1 in the paper's text; DBSCAN's — cells
+    (no centres, no ℒ or φ) are left out of the spec and of the comparison."""
+    lines = paper_lines("kmeans_cprime.txt")
+    start = next(i for i, line in enumerate(lines) if line.startswith("Algorithm\tBIRCH 5×5 (grid)"))
+    datasets = {"BIRCH 5×5 (grid)": "birch_grid", "BIRCH ($25 \\times$ random positions)": "birch_random"}
+    metrics = {"\\mathcal{L}": "log_likelihood", "ϕ": "quantization_error", "purity": "purity", "NMI": "nmi"}
+    methods = {"k -means": "kmeans", "k -means- C'": "kcprime", "lazy- k -means": "lazy", "DBSCAN": "dbscan"}
+    where = []  # (dataset, metric, 0 for the mean or 1 for the best) of each value column
+    dataset = metric = None
+    for top, middle, bottom in zip(*(lines[start + i].split("\t")[1:] for i in range(3)), strict=True):
+        dataset, metric = datasets.get(top, dataset), metrics.get(middle, metric)
+        where.append((dataset, metric, ["mean", "best"].index(bottom.rstrip("*"))))
+    printed = {}
+    for line in lines[start + 3 : start + 7]:
+        name, *cells = line.split("\t")
+        for (dataset, metric, index), cell in zip(where, cells, strict=True):
+            if (value := printed_number(cell)) is not None:
+                pair = printed.get(metric, {}).get(dataset, {}).get(methods[name], [None, None])
+                pair[index] = value
+                put(printed, metric, dataset, methods[name], pair)
+    assert paper_side_differences(table_spec("kcprime_tableS1"), printed) == []
+
+
+# The Khatri-Rao paper's text is OCR: its Table 2's row names as they read there.
+KR_TABLE2_ROWS = {
+    "MNIST": "mnist",
+    "DousLe MNIST": "double_mnist",
+    "HAR": "har",
+    "OLvETTI FACES": "olivetti",
+    "CMU Faces": "cmu_faces",
+    "SYMBOLS": "symbols",
+    "STICKFIGURES": "stickfigures",
+    "OPTDIGITS": "optdigits",
+    "CLASSIFICATION": "classification",
+    "CHAMELEON": "chameleon",
+    "SOYBEAN LARGE": "soybean_large",
+    "BLoBs": "blobs",
+    "R15": "r15",
+}
+
+
+@pytest.mark.parametrize("name", ["kr_table2", "kr_table2_seeds", "kr_restart_odds"])
+def test_committed_khatri_rao_paper_sides_are_the_papers_table_2(name):
+    """Every paper value of the spec, as the harness reads it (what it extends or borrows from
+    kr_table2 merged in, a paper_column's values copied), against Table 2 in the paper's text."""
+    lines = paper_lines("khatri_rao.txt")
+    caption = next(i for i, line in enumerate(lines) if line.startswith("Table 2: Experiments on synthetic"))
+    header = next(i for i in range(caption, len(lines)) if lines[i].split()[1:2] == ["ARI"])
+    # "Dataset ‘ KHATRI-RAO-k-MEANS-+ (h; + hy)  KHATRI-RAO-k-MEANSs-X (hy + hy) k-MEeaNs (b1 + hy) ...":
+    # the sum, the product, k-means (h1 + h2) and k-means (h1·h2), four metrics each, then Params.
+    assert re.search(r"MEANS-\+.*MEANSs?-X.*\(b1 \+ hy\).*\(h1hy\) Params$", lines[header - 1])
+    assert lines[header].split()[1:] == ["ARI", "ACC", "NMI", "Inertia"] * 4
+    groups = ["kr_sum", "kr_product", "kmeans_budget", "kmeans"]
+    cells = list(itertools.product(groups, ["ari", "acc", "nmi", "inertia"]))
+    printed = {}
+    for line in lines[header + 1 : header + 14]:
+        tokens = [token for token in line.split() if token != "|"]
+        first = next(i for i, token in enumerate(tokens) if re.fullmatch(r"\d+\.\d+", token))
+        dataset, numbers = KR_TABLE2_ROWS[" ".join(tokens[:first])], list(map(float, tokens[first:]))
+        assert len(numbers) == 17, line
+        for (column, metric), value in zip(cells, numbers[:16], strict=True):
+            put(printed, metric, dataset, column, value)
+        # Params applies to the three h1 + h2 columns; k-means (h1·h2) against itself is 1 by definition.
+        for column in groups:
+            put(printed, "n_params", dataset, column, 1.0 if column == "kmeans" else numbers[16])
+    assert len(printed["ari"]) == len(KR_TABLE2_ROWS)
+    assert paper_side_differences(table_spec(name), printed) == []
 
 
 def test_two_method_configs_with_one_config_hash_stay_two_runs():
