@@ -400,6 +400,13 @@ def test_clam_outliers_are_the_last_rows_with_their_own_label():
     np.testing.assert_array_equal(data.X[:-3], inliers.X)
 
 
+def test_a_generator_asked_for_an_empty_class_is_a_user_error():
+    with pytest.raises(UserError, match=r"needs at least one point, got n_per_cluster=\[10, 0, 10\]"):
+        generators.clam_elongated(n_per_cluster=(10, 0, 10))  # labels [0, 2] before
+    with pytest.raises(UserError, match="double_mnist needs n_samples ≥ 100"):
+        generators.double_mnist(n_samples=99)  # checked before MNIST is read
+
+
 def test_clam_elongated_clusters_lie_along_the_diagonal():
     data = generators.clam_elongated()
     for c, centre_x in enumerate([0.2, 0.5, 0.8]):

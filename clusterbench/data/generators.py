@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from clusterbench.data.sources import RawData
+from clusterbench.errors import UserError
 
 BIRCH_SPACING = 4 * math.sqrt(2)
 # Covariance of each elongated CLAM toy cluster: std 0.143 along the diagonal, 0.022 across it.
@@ -139,6 +140,8 @@ def birch_random(
 
 def _elongated_clusters(n_per_cluster: Sequence[int], spacing: float, rng: np.random.Generator) -> RawData:
     """CLAM's toy clusters: centres on the line y = 0.5, ``spacing`` apart and centred on x = 0.5."""
+    if not n_per_cluster or min(n_per_cluster) < 1:  # an empty class would leave a gap in the labels
+        raise UserError(f"every cluster needs at least one point, got n_per_cluster={list(n_per_cluster)}")
     k = len(n_per_cluster)
     centres_x = 0.5 + spacing * (np.arange(k) - (k - 1) / 2)
     chol = np.linalg.cholesky(np.array(CLAM_TOY_COVARIANCE))
@@ -206,6 +209,8 @@ def double_mnist(n_samples: int = 10000, random_state: int = 0) -> RawData:
     from clusterbench.catalog import load_option
     from clusterbench.data.sources import call_source
 
+    if n_samples < 100:  # fewer would leave some of the 100 classes empty
+        raise UserError(f"double_mnist needs n_samples ≥ 100, one image of each class, got {n_samples}")
     mnist = call_source(load_option("dataset", "mnist").source)  # the mnist config's own source
     digits = np.asarray(mnist.y).astype(np.int64)
     rng = np.random.default_rng(random_state)
