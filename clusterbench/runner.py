@@ -599,17 +599,15 @@ def fitted_labels(estimator, method_name: str, X: np.ndarray) -> np.ndarray:
     elif callable(getattr(estimator, "predict", None)):
         labels = np.asarray(estimator.predict(X))
     else:
-        labels = None
-    if labels is not None:
-        if labels.shape != (len(X),):
-            raise ValueError(f"labels have shape {labels.shape}, expected one per point ({len(X)},)")
-        if labels.dtype.kind == "f" and not np.isfinite(labels).all():
-            raise ValueError(f"{int((~np.isfinite(labels)).sum())} labels are NaN or infinite")
-        return labels
-    raise NoLabels(
-        f"method '{method_name}': the fitted {type(estimator).__name__} sets no labels_ and has no "
-        "predict; a clustering estimator's fit must set labels_ (scikit-learn's convention)"
-    )
+        raise NoLabels(
+            f"method '{method_name}': the fitted {type(estimator).__name__} sets no labels_ and has no "
+            "predict; a clustering estimator's fit must set labels_ (scikit-learn's convention)"
+        )
+    if labels.shape != (len(X),):
+        raise ValueError(f"labels have shape {labels.shape}, expected one per point ({len(X)},)")
+    if labels.dtype.kind == "f" and not np.isfinite(labels).all():
+        raise ValueError(f"{int((~np.isfinite(labels)).sum())} labels are NaN or infinite")
+    return labels
 
 
 def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
