@@ -282,7 +282,7 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
         return {"ours": valid[metric].mean(), "ours_best": best[metric], "selected": selected}
     groups = valid.assign(
         grid_point=valid["params"].map(lambda p: _params_without(p, "random_state"))
-    ).groupby("grid_point")
+    ).groupby("grid_point", sort=False)  # runs come in grid order, so ties go to the first point
     means = groups[by].mean().sum(axis=1).sort_values(ascending=ascending, kind="stable")
     chosen = groups.get_group(means.index[0])
     selected = _grid_point(chosen["params"].iloc[0], grid)
@@ -528,7 +528,7 @@ def win_loss(spec, cells: pd.DataFrame, value: str) -> dict[str, dict[str, str]]
             for column in spec.columns:
                 if column == reference:
                     continue
-                a, b = sign * frame[reference].round(digits), sign * frame[column].round(digits)
+                a, b = sign * as_printed(frame[reference], digits), sign * as_printed(frame[column], digits)
                 both = a.notna() & b.notna()
                 if both.any():
                     line[column] = f"{int((a[both] > b[both]).sum())}/{int((a[both] < b[both]).sum())}"
@@ -582,14 +582,14 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         )
         for side in ("ours", "paper"):
             values = cell[side]
-            best = round(_best(values, per_metric(spec, "better", metric, "max")), digits)
+            best = as_printed(_best(values, per_metric(spec, "better", metric, "max")), digits)
             for column in spec.columns:
                 std = cell.loc[column, "ours_std"] if side == "ours" else math.nan
                 text = _format(
                     values[column],
                     digits,
                     cell_gain(spec, side, values, dataset, metric, column),
-                    round(values[column], digits) == best,
+                    as_printed(values[column], digits) == best,
                     latex,
                     std,
                     cell.loc[column, f"{side}_best"],
@@ -630,6 +630,15 @@ def is_partial(cell: pd.Series) -> bool:
 def found_fewer(cell: pd.Series) -> bool:
     """Whether a cell's selected run found fewer clusters than it asked for."""
     return bool(cell.get("n_found", math.nan) < cell.get("n_clusters", math.nan))
+
+
+def as_printed(values, digits: int):
+    """A value (or a Series of them) as the table prints it: Python's formatting, which rounds a
+    float's exact binary value (0.2875 is 0.28749…, printed 0.287), where numpy's round gives
+    0.288. Bold and W/L compare these, so a cell printed lower never ties or wins."""
+    if isinstance(values, pd.Series):
+        return values.map(lambda value: as_printed(value, digits))
+    return values if math.isnan(values) else float(f"{values:.{digits}f}")
 
 
 def _best(values: pd.Series, better: str) -> float:

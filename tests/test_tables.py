@@ -134,6 +134,20 @@ def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     assert chosen["ours_std"] == pytest.approx(0.1)
 
 
+def test_best_mean_gives_a_tie_to_the_smaller_value_not_the_earlier_text():
+    # "100" sorts before "3" as text; update_interval 3 must win the tie, as protocol best does
+    records = frame(
+        *[
+            run("zoo", "dec", seed, {"update_interval": interval}, {"sc": sc})
+            for interval in (3, 100)
+            for seed, sc in ((0, 0.5), (1, 0.7))
+        ]
+    )
+    for kind in ("best_mean", "best"):
+        chosen = select(wide_runs(records), OmegaConf.create({"kind": kind, "by": "sc"}), "sc")
+        assert chosen["selected"] == "update_interval=3", kind
+
+
 def test_mean_std_and_mean_best():
     runs = wide_runs(GRID)
     summary = select(runs, OmegaConf.create({"kind": "mean_std"}), "sc")
@@ -523,6 +537,17 @@ def test_two_method_configs_with_one_config_hash_stay_two_runs():
     records["config_hash"] = "same"
     cells = compute_cells(spec(), wide_runs(records)).set_index(["dataset", "column"])
     assert cells.loc[("zoo", "kmeans"), "ours"] == 0.30 and cells.loc[("zoo", "clam"), "ours"] == 0.41
+
+
+def test_bold_and_win_loss_compare_the_values_as_printed():
+    # 0.2875 prints 0.287 (its binary value is 0.28749...), numpy rounds it to 0.288: as printed it
+    # loses to 0.2876 (0.288), so it is neither bold nor a tie
+    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.2876}), run("zoo", "clam", 0, {}, {"sc": 0.2875}))
+    table = spec(win_loss=["clam"], rows={"zoo": "Zoo"})
+    cells = compute_cells(table, wide_runs(records))
+    assert win_loss(table, cells, "ours")[("clam", "sc")] == {"kmeans": "0/1"}
+    shown = render(table, cells, latex=False).iloc[0]
+    assert shown["k-means (ours)"].startswith("**0.288**") and shown["CLAM (ours)"] == "0.287"
 
 
 def test_win_loss_counts_less_as_a_win_for_a_metric_where_less_is_better():
