@@ -41,6 +41,21 @@ SEED_AND_DEVICE_CHECKS = (
 )
 
 
+def check_enough_points(estimator, n_points: int, n_centroids: int | None = None) -> None:
+    """Every centroid needs a point: raise HyperparameterError when the estimator's ``n_clusters``
+    (or ``n_centroids``, a Khatri-Rao layout's count) exceeds ``n_points``, naming the fix."""
+    name = type(estimator).__name__
+    if n_centroids is None and estimator.n_clusters > n_points:
+        raise HyperparameterError(
+            f"{name} n_clusters must be at most the number of points ({n_points}), got {estimator.n_clusters}"
+        )
+    if n_centroids is not None and n_centroids > n_points:
+        raise HyperparameterError(
+            f"{name} needs at least as many points as its {n_centroids} centroids, "
+            f"got {n_points}: lower n_clusters (or h)"
+        )
+
+
 def check_predict_input(estimator, X, fitted_attribute: str) -> np.ndarray:
     """``X`` for ``estimator.predict``: fitted, a 2-D float array with the fitted number of features."""
     check_is_fitted(estimator, fitted_attribute)

@@ -48,10 +48,10 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 
-from clusterbench.errors import HyperparameterError
 from clusterbench.methods.clam import gaussian_prototypes
 from clusterbench.validation import (
     SEED_AND_DEVICE_CHECKS,
+    check_enough_points,
     check_hyperparameters,
     check_predict_input,
     is_int,
@@ -194,10 +194,7 @@ class DEC(ClusterMixin, BaseEstimator):
     def fit(self, X, y=None):
         self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-        if len(X) < self.n_clusters:
-            raise HyperparameterError(
-                f"DEC n_clusters must be at most the number of points ({len(X)}), got {self.n_clusters}"
-            )
+        check_enough_points(self, len(X))
         self.n_features_in_ = X.shape[1]
         self.device_ = resolve_device(self.device)
         seed = resolve_seed(self.random_state)

@@ -55,9 +55,9 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array
 
-from clusterbench.errors import HyperparameterError
 from clusterbench.validation import (
     SEED_AND_DEVICE_CHECKS,
+    check_enough_points,
     check_hyperparameters,
     check_predict_input,
     is_int,
@@ -168,11 +168,7 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         self._validate_params()
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         n, n_features = X.shape
-        if not self.n_clusters <= n:
-            raise HyperparameterError(
-                f"{type(self).__name__} n_clusters must be at most the number of points ({n}), "
-                f"got {self.n_clusters}"
-            )
+        check_enough_points(self, n)
         self.n_features_in_ = n_features
         self.device_ = resolve_device(self.device)
         raw = torch.as_tensor(X, dtype=torch.float64, device=self.device_)

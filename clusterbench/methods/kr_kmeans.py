@@ -52,9 +52,9 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from clusterbench.errors import HyperparameterError
 from clusterbench.validation import (
     SEED_AND_DEVICE_CHECKS,
+    check_enough_points,
     check_hyperparameters,
     check_predict_input,
     is_int,
@@ -349,11 +349,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
-        if self.n_centroids_ > len(X):
-            raise HyperparameterError(
-                f"{type(self).__name__} needs at least as many points as its {self.n_centroids_} centroids, "
-                f"got {len(X)}: lower n_clusters (or h)"
-            )
+        check_enough_points(self, len(X), self.n_centroids_)
         self.device_ = resolve_device(self.device)
         points = torch.as_tensor(X, device=self.device_)
         explicit = not isinstance(self.init, str)

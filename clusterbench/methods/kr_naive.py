@@ -22,7 +22,6 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 
-from clusterbench.errors import HyperparameterError
 from clusterbench.methods.kr_kmeans import (
     LAYOUT_CHECKS,
     KhatriRaoCentroids,
@@ -34,6 +33,7 @@ from clusterbench.methods.kr_kmeans import (
 )
 from clusterbench.validation import (
     SEED_AND_DEVICE_CHECKS,
+    check_enough_points,
     check_hyperparameters,
     is_int,
     is_real,
@@ -104,11 +104,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
-        if self.n_centroids_ > len(X):
-            raise HyperparameterError(
-                f"{type(self).__name__} needs at least as many points as its {self.n_centroids_} centroids, "
-                f"got {len(X)}: lower n_clusters (or h)"
-            )
+        check_enough_points(self, len(X), self.n_centroids_)
         seed = resolve_seed(self.random_state)
         kmeans = KMeans(
             self.n_centroids_,
