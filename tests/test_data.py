@@ -467,7 +467,7 @@ def test_double_mnist_puts_digit_a_left_of_digit_b():
 
 
 def test_verify_checks_labels_against_n_classes_where_n_clusters_is_a_choice(tmp_path, capsys):
-    from clusterbench.cli import verify_cache
+    from clusterbench.data.cache import verify_cache
 
     spec = load_option("dataset", "kdd_protein")
     n, d = spec.shape
@@ -553,7 +553,7 @@ def test_a_constant_feature_standardizes_to_zero_despite_its_rounding_std():
 
 
 def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeypatch, capsys):
-    from clusterbench.cli import import_folder, verify_cache
+    from clusterbench.data.cache import import_folder, verify_cache
 
     folder, cache = tmp_path / "mine", tmp_path / "cache"
     folder.mkdir()
