@@ -68,20 +68,21 @@ def dataset_spec(name: str, experiment: str | None = None) -> DictConfig:
 
 
 def check_in_cache(datasets: list[str], or_else: str = "leave them out") -> None:
-    """Fail before any work, naming every dataset a command would need that is neither in the
-    cache nor downloadable (no OpenML id), instead of stopping at the first; ``or_else`` is the
+    """Fail before any work, naming every dataset a command would need that no data folder holds
+    (``clusterbench data where``: ``$CLUSTERBENCH_DATA``, the user cache, the bundled copies) and
+    that cannot be downloaded (no OpenML id), instead of stopping at the first; ``or_else`` is the
     last fix the line offers."""
-    from clusterbench.data import cache_dir
-    from clusterbench.data.sources import import_only
+    from clusterbench.data.sources import find_npz, import_only, searched_folders
 
     missing = []
     for name in datasets:
         source = OmegaConf.select(load_option("dataset", name), "source")  # None: the runner says so
-        if import_only(source) and not (cache_dir() / f"{source.name}.npz").exists():
+        if import_only(source) and find_npz(source.name) is None:
             missing.append(name)
     if missing:
         raise UserError(
-            f"not in the data cache ({cache_dir()}) and with no OpenML source: {', '.join(missing)}; "
+            f"not in the data cache or the bundled copies ({searched_folders()}) and with no OpenML "
+            f"source: {', '.join(missing)}; "
             "put their .npz files in a folder and run `clusterbench data import FOLDER`, set "
             f"CLUSTERBENCH_DATA, or {or_else}"
         )
@@ -100,6 +101,39 @@ def _method_name(option: str) -> str:
         return spec.name
     parents = [entry for entry in spec.get("defaults") or [] if entry in options("method")]
     return _method_name(parents[0]) if parents else option
+
+
+def check_source(dataset: DictConfig) -> None:
+    """A dataset's ``source`` names a function that takes exactly the arguments it gives: an
+    argument left over from another source (``loader`` after ``source._target_`` was replaced,
+    say) is a one-line error before any data loads, not a TypeError from inside the call."""
+    import inspect
+
+    source = dataset.get("source")
+    target = source.get("_target_") if isinstance(source, DictConfig) else None
+    if not target:
+        return  # the runner's required-keys check names it
+    name = dataset.get("name")
+    try:
+        function = locate(target)
+        signature = inspect.signature(function)
+    except (ImportError, TypeError, ValueError) as exc:
+        raise UserError(
+            f"dataset '{name}': its source {target} is not an importable function ({first_line(exc)}); "
+            "fix dataset.source._target_ (e.g. clusterbench.data.sources.cached)"
+        ) from None
+    given = [str(key) for key in source if key != "_target_"]
+    try:
+        signature.bind(**dict.fromkeys(given))
+    except TypeError as exc:
+        accepted = ", ".join(signature.parameters) or "none"
+        stray = [key for key in given if key not in signature.parameters]
+        fix = f"remove it (~dataset.source.{stray[0]})" if stray else "give it (+dataset.source.NAME=…)"
+        raise UserError(
+            f"dataset '{name}': source {target} {first_line(exc).removeprefix(function.__name__ + '() ')}; "
+            f"its arguments are: {accepted}; {fix}, or describe the dataset in a file of its own "
+            "(docs/extending.md)"
+        ) from None
 
 
 def locate(target: str):

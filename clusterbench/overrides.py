@@ -1,28 +1,108 @@
 """The command line's overrides, checked before Hydra starts: an override Hydra would refuse in a
 page of traceback is refused in one line that names the fix.
 
-``method.estimator.K=V`` may set any hyperparameter (a method's YAML lists only those it changes).
+``method.K=V`` sets hyperparameter K of the method's estimator (:func:`rewrite_overrides`); an
+override that adds a key nothing reads is refused (:func:`unread_key_hint`): no override is ever
+accepted and ignored.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from clusterbench.catalog import CONF_DIR, GROUPS, check_in_cache, check_option, load_option, options
+from clusterbench.catalog import (
+    CONF_DIR,
+    GROUPS,
+    check_in_cache,
+    check_option,
+    check_source,
+    load_option,
+    options,
+)
 from clusterbench.errors import UserError, first_line
 
+# The keys of a method file that the runner reads itself; any other ``method.K`` names a
+# hyperparameter of its estimator.
+METHOD_FILE_KEYS = ("name", "variant", "max_samples", "estimator", "defaults")
+# Where an override may add a key the config lacks, because what reads it checks the key itself:
+# grids, per-method maps and metric options name methods and options the runner checks, an
+# estimator's hyperparameters and a source's arguments are checked against their signatures,
+# and Hydra checks its own settings.
+OPEN_KEYS = (
+    "grids",
+    "dataset_overrides",
+    "method_overrides",
+    "method_seeds",
+    "timeout_s",
+    "metrics",
+    "method.estimator",
+    "dataset.source",
+    "hydra",
+)
+_METHOD_KEY = re.compile(r"^(?P<op>~|\+{0,2})method\.(?:estimator\.)?(?P<key>[^=.]+)(?P<rest>=.*)?$")
 
-def open_estimator_overrides(words: list[str]) -> list[str]:
-    """``method.estimator.K=V`` → ``++method.estimator.K=V``: any hyperparameter may be set.
 
-    A method's YAML lists only the hyperparameters it changes, so Hydra would refuse the others
-    (``n_clusters``, ``tol``, …) as not in the config; the runner names unknown ones instead.
-    """
-    return [f"++{word}" if word.startswith("method.estimator.") else word for word in words]
+def rewrite_overrides(words: list[str]) -> list[str]:
+    """``method.K=V``, ``+method.K=V`` and ``method.estimator.K=V`` → ``++method.estimator.K=V``
+    (``~method.K`` → ``~method.estimator.K``) for every ``K`` a method file does not read itself:
+    the spelling a Hydra user types sets the estimator's hyperparameter. A method's YAML lists only
+    the hyperparameters it changes, so Hydra alone would refuse the others (``n_clusters``,
+    ``tol``, …) as not in the config, or append them beside the estimator, where nothing reads
+    them; the runner names a hyperparameter the estimator does not have."""
+    rewritten = []
+    for word in words:
+        match = _METHOD_KEY.match(word)
+        if match is None or match["key"] in METHOD_FILE_KEYS:
+            rewritten.append(word)
+            continue
+        op = "~" if match["op"] == "~" else "++"
+        rewritten.append(f"{op}method.estimator.{match['key']}{match['rest'] or ''}")
+    return rewritten
+
+
+@cache
+def file_keys(group: str) -> tuple[str, ...]:
+    """The top-level keys any file of config group ``group`` holds (e.g. a dataset's ``impute``)."""
+    return tuple(sorted({str(key) for name in options(group) for key in load_option(group, name)}))
+
+
+@cache
+def settings() -> tuple[str, ...]:
+    """The top-level settings of ``conf/config.yaml`` (seed, device, …) and the config groups."""
+    config = OmegaConf.load(CONF_DIR / "config.yaml")
+    return tuple(sorted({str(key) for key in config} - {"defaults", "hydra"} | set(GROUPS) - {"table"}))
+
+
+def unread_key_hint(key: str, value: str, words: list[str]) -> str | None:
+    """Why adding ``key`` (absent from the config) would change nothing, with the spelling that
+    does what the user meant; None where something reads an added ``key`` (a setting, which
+    ``++`` overrides, :data:`OPEN_KEYS`, a dataset or profile key that some file of its group
+    holds, a variable another override reads)."""
+    head, _, rest = key.partition(".")
+    if key in settings() or key in OPEN_KEYS or key.startswith(tuple(f"{k}." for k in OPEN_KEYS)):
+        return None
+    if head in ("dataset", "profile") and rest and rest in file_keys(head):
+        return None
+    if not rest and any(f"${{{key}" in word for word in words):  # +base=… read as ${base}
+        return None
+    if head == "dataset" and rest:
+        return (
+            f"no dataset config has a key '{rest}', so nothing would read it; a dataset's keys are: "
+            f"{', '.join(file_keys('dataset'))} (a source's argument: dataset.source.{rest}={value})"
+        )
+    if head == "profile" and rest:
+        return f"no profile has a key '{rest}', so nothing would read it; a profile's keys are: " + ", ".join(
+            file_keys("profile")
+        )
+    return (
+        f"'{key}' is not a setting, so nothing would read it; a method's hyperparameter is "
+        f"method.{key.rpartition('.')[2]}={value}; the settings are: {', '.join(settings())}"
+    )
 
 
 OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
@@ -59,6 +139,10 @@ def check_overrides(words: list[str]) -> Path | None:
             composable.append(override.input_line)
             given = given or override.key_or_group == "hydra.sweeper.params.dataset"  # the default runs
             continue
+        if override.is_add() or override.is_force_add():
+            unread = unread_key_hint(override.key_or_group, _shown_value(override), words)
+            if unread:
+                raise UserError(f"{override.input_line}: {unread}")
         sweep = override.is_sweep_override()
         if sweep and not multirun:
             raise UserError(f"{override.input_line} is a sweep; run it with -m (clusterbench run -m ...)")
@@ -107,7 +191,12 @@ def check_overrides(words: list[str]) -> Path | None:
         except (HydraException, OmegaConfBaseException) as exc:
             refused = exc
     if refused is not None:  # worded outside the block: the hint composes the plain config
-        raise UserError(_composition_error(refused)) from None
+        raise UserError(_composition_error(refused, words)) from None
+    check_source(cfg.dataset)
+    if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
+        from clusterbench.validation import resolve_device
+
+        resolve_device("cuda")  # every method alike, a scikit-learn one too: no GPU is a user error
     if not given and multirun:  # those the experiments sweep
         swept = [
             OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
@@ -130,6 +219,11 @@ def check_overrides(words: list[str]) -> Path | None:
             file=sys.stderr,
         )
     return None if results_dir is None else Path(results_dir)
+
+
+def _shown_value(override) -> str:
+    """The value of an override as its line gives it (``3`` of ``+beta=3``)."""
+    return override.input_line.partition("=")[2]
 
 
 def _results_dir(cfg) -> str | None:
@@ -195,7 +289,7 @@ def _values(override) -> list[str] | None:
         raise UserError(f"cannot read {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}") from None
 
 
-def _composition_error(exc: BaseException) -> str:
+def _composition_error(exc: BaseException, words: list[str]) -> str:
     """Hydra's "Could not override 'k'. / To append … use +k=v" and its cause, or its "Could not
     find 'group/x'" and the group's options (e.g. hydra/launcher), as one line."""
     lines = [line.strip() for line in str(exc).strip().splitlines()]
@@ -205,7 +299,11 @@ def _composition_error(exc: BaseException) -> str:
         message += f": {_lower_first(cause)}"
     hint = next((line for line in lines[1:] if line.startswith("To append")), None)
     typo = re.match(r"Could not override '([\w.]+)'", lines[0])
-    if hint and typo:  # a misspelt key is likelier than a new one: name the close match first
+    if hint and typo:
+        # Hydra's advice to append (+k=v) is kept only where something reads the added key.
+        unread = unread_key_hint(typo[1], hint.partition("=")[2], words)
+        hint = unread or hint
+        # A misspelt key is likelier than a new one: name the close match first.
         close = _close_key(typo[1])
         hint = f"did you mean {close}? ({_lower_first(hint)})" if close else hint
     if "Available options in" in str(exc):

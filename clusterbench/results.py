@@ -223,13 +223,21 @@ def read_labels(record: Path) -> np.ndarray | None:
 
 
 def check_writable(folder: Path, what: str) -> None:
-    """Fail in one line, before any work, unless ``folder`` is or can be made a writable folder
-    (its nearest existing ancestor is a folder this process may write in; nothing is created)."""
+    """Fail in one line, before any work, unless ``folder`` is or can be made a writable folder:
+    its nearest existing ancestor is a folder in which a probe folder can be made (and is removed
+    at once; permission bits alone say yes on /proc or a read-only mount)."""
     existing = folder.absolute()
     while not (existing.exists() or existing.is_symlink()):  # a broken link is in the way too
         existing = existing.parent
-    if not (existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)):
-        why = "a file is in the way" if not existing.is_dir() else f"{existing} is not writable"
+    why = None
+    if not existing.is_dir():
+        why = "a file is in the way"
+    else:
+        try:
+            tempfile.TemporaryDirectory(dir=existing, prefix=".clusterbench-probe-").cleanup()
+        except OSError as exc:
+            why = f"cannot create a folder in {existing}: {exc.strerror or type(exc).__name__}"
+    if why:
         raise UserError(f"{what} '{folder}' is not a writable folder ({why}); choose another")
 
 

@@ -28,7 +28,7 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import locate, method_names
+from clusterbench.catalog import check_source, locate, method_names
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import POINTWISE, call_metric
@@ -406,6 +406,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
         return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
     # Checked before the dataset loads, which may take minutes.
     check_device(cfg.device)
+    if cfg.device == "cuda":
+        resolve_device("cuda")  # a scikit-learn method too: it would serve the CPU result as cuda's
+    check_source(dataset_config(cfg))
     check_metric_suite(cfg.metrics)
     threads = check_threads(cfg.get("threads"))
     dataset_cfg = dataset_config(cfg)
