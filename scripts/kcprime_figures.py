@@ -1,7 +1,7 @@
 """Draw the figures of the k-means-C′ paper (Lücke & Forster) as PNG and PDF: Fig. 1 and S2.
 
     python scripts/kcprime_figures.py                 # the paper's scale, into results/figures
-    python scripts/kcprime_figures.py --quick         # 10 runs per C′ (seconds)
+    python scripts/kcprime_figures.py --quick         # 10 runs per C′ (seconds), into results/figures/quick
     make figures [QUICK=1] [KC_FIGURES="1 S2"]
 
 The paper's scale: 100 runs per C′ ∈ {1, 2, 3, 5, 10, 25} on both BIRCH data sets (a few
@@ -18,20 +18,23 @@ from pathlib import Path
 
 import torch
 
-from clusterbench.data.sources import cache_dir
+from clusterbench.data.sources import searched_folders
 from clusterbench.figures import kcprime as figures
 from clusterbench.figures import save_figure
 from clusterbench.scripting import output_folder, run_script
 
 FIGURES = ("1", "S2")
+FULL_OUT, QUICK_OUT = Path("results/figures"), Path("results/figures/quick")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("figures", nargs="*", help=f"figures among {', '.join(FIGURES)} (default: all)")
     parser.add_argument("--quick", action="store_true", help="10 runs per C′ instead of 100")
-    parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
+    parser.add_argument("--out", type=Path, help=f"output folder (default: {FULL_OUT}; --quick: {QUICK_OUT})")
     args = parser.parse_args()
+    # A quick draw never lands over the committed full-scale figures unless sent there.
+    args.out = args.out or (QUICK_OUT if args.quick else FULL_OUT)
     unknown = sorted(set(args.figures) - set(FIGURES))
     if unknown:
         parser.error(f"no figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
@@ -55,7 +58,7 @@ def main() -> None:
             print("Fig. 1 G/H ->", ", ".join(map(str, save_figure(figure, args.out, "kc_fig1_kdd"))))
         else:
             print(
-                f"Fig. 1 G/H skipped: kdd_protein.npz is not in the data cache ({cache_dir()}); "
+                f"Fig. 1 G/H skipped: kdd_protein.npz is in no data folder ({searched_folders()}); "
                 "see conf/dataset/kdd_protein.yaml for where to get it"
             )
     if "S2" in wanted:

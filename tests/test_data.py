@@ -1,6 +1,8 @@
 """Datasets: cache files against MANIFEST.csv, preparation steps, the OpenML route, generators, configs.
 
-Tests that need the cache files read ``$CLUSTERBENCH_DATA`` and skip, saying why, when a file is absent.
+Tests that need the cache files read the shared data folder (``$CLUSTERBENCH_DATA``, else
+``../shared/datasets``: tests/helpers.py) and skip, saying why, when a file is absent. The data
+folders, bundled copies and ``clusterbench.load_dataset`` are tested in test_data_folders.py.
 """
 
 from __future__ import annotations
@@ -8,9 +10,7 @@ from __future__ import annotations
 import csv
 import inspect
 import math
-import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,8 +23,8 @@ from clusterbench.data import generators, load_dataset
 from clusterbench.data.preprocess import PREPROCESSORS
 from clusterbench.data.sources import DATA_ENV, RawData, cached, read_npz
 from clusterbench.errors import UserError
+from tests.helpers import DATA_FOLDER
 
-DATA_FOLDER = os.environ.get(DATA_ENV)
 CACHED_SOURCE = "clusterbench.data.sources.cached"
 REQUIRED_KEYS = {
     "name",
@@ -40,19 +40,22 @@ REQUIRED_KEYS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def shared_data_folder(tmp_path_factory, monkeypatch):
+    """Read the shared data folder first (as `make test` and CI set it), and an empty home: the
+    search order's user cache (~/.cache/clusterbench) must not hold a file a test expects missing."""
+    monkeypatch.setenv(DATA_ENV, str(DATA_FOLDER))
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+
+
 def require_cached(name: str) -> None:
-    """Skip the calling test unless ``<name>.npz`` is in the data folder."""
-    if not DATA_FOLDER:
-        pytest.skip(f"{DATA_ENV} is not set, so {name}.npz cannot be found")
-    if not (Path(DATA_FOLDER) / f"{name}.npz").exists():
-        pytest.skip(f"{name}.npz is not in {DATA_ENV}={DATA_FOLDER}")
+    """Skip the calling test unless ``<name>.npz`` is in the shared data folder."""
+    if not (DATA_FOLDER / f"{name}.npz").exists():
+        pytest.skip(f"{name}.npz is not in {DATA_FOLDER} (set {DATA_ENV})")
 
 
 def manifest_rows() -> list:
-    if not DATA_FOLDER:
-        reason = f"{DATA_ENV} is not set: no MANIFEST.csv to check"
-        return [pytest.param(None, marks=pytest.mark.skip(reason=reason))]
-    path = Path(DATA_FOLDER) / "MANIFEST.csv"
+    path = DATA_FOLDER / "MANIFEST.csv"
     if not path.exists():
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"no MANIFEST.csv in {DATA_FOLDER}"))]
     with path.open(newline="") as handle:

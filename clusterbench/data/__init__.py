@@ -1,7 +1,9 @@
 """Datasets: a config in ``conf/dataset/`` names a source and how the paper prepared the data.
 
 ``load_dataset`` applies, in order: split (train/test part), stratified subsample (seeded),
-the profile's size cap, NaN imputation, then the preprocessing (e.g. ``standardize``).
+the profile's size cap, NaN imputation, then the preprocessing (e.g. ``standardize``). A file
+source reads ``<name>.npz`` from the first of :func:`data_folders` holding it: ``$CLUSTERBENCH_DATA``,
+the user cache ``~/.cache/clusterbench``, the copies bundled with the package.
 """
 
 from __future__ import annotations
@@ -16,11 +18,20 @@ from omegaconf import DictConfig, OmegaConf
 from sklearn.model_selection import StratifiedShuffleSplit
 
 from clusterbench.data.preprocess import impute, preprocess
-from clusterbench.data.sources import RawData, cache_dir, call_source, reads_cache
+from clusterbench.data.sources import RawData, cache_dir, call_source, data_folders, find_npz, reads_cache
 from clusterbench.errors import UserError, first_line
 from clusterbench.validation import is_int
 
-__all__ = ["Dataset", "as_labels", "cache_dir", "data_digest", "load_dataset", "stratified_subsample"]
+__all__ = [
+    "Dataset",
+    "as_labels",
+    "cache_dir",
+    "data_digest",
+    "data_folders",
+    "find_npz",
+    "load_dataset",
+    "stratified_subsample",
+]
 
 
 @dataclass(frozen=True)
@@ -65,8 +76,9 @@ def _split(raw: RawData, split: str | None, name: str) -> RawData:
     return RawData(raw.X[part], raw.y[part])
 
 
-def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> Dataset:
-    """Load and prepare the dataset that ``cfg`` (one ``conf/dataset/*.yaml``) describes."""
+def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prepare: bool = True) -> Dataset:
+    """Load and prepare the dataset that ``cfg`` (one ``conf/dataset/*.yaml``) describes; with
+    ``prepare=False``, stop before imputation and preprocessing (the rows and labels its digest covers)."""
     cfg = OmegaConf.create(dict(cfg)) if not isinstance(cfg, DictConfig) else cfg
     if not (is_int(cfg.n_clusters) and cfg.n_clusters >= 1):
         raise UserError(f"dataset.n_clusters must be an integer ≥ 1, got {cfg.n_clusters!r}")
@@ -88,6 +100,8 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None) -> D
         keep = stratified_subsample(y, min(sizes), int(cfg.get("subsample_seed", 0)))
         X, y = X[keep], y[keep]
     digest = data_digest(X, y)
+    if not prepare:
+        return Dataset(name=cfg.name, X=X, y=y, n_clusters=cfg.n_clusters, digest=digest)
     # The fix names the key as a command line sets it: `+` adds a key the config lacks.
     setting = "dataset.impute" if "impute" in cfg else "+dataset.impute"
     X = preprocess(impute(X, cfg.get("impute"), cfg.name, setting), cfg.get("preprocess"))

@@ -1,4 +1,4 @@
-"""The data cache's maintenance: ``clusterbench data import`` and ``data verify``."""
+"""The data folders' maintenance: ``clusterbench data import`` and ``data verify``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import filecmp
 import shutil
 from pathlib import Path
 
-from clusterbench.catalog import load_option, options
+from clusterbench.catalog import check_option, load_option, options
 from clusterbench.errors import UserError
 
 
@@ -51,9 +51,10 @@ def import_folder(folder: Path, cache: Path) -> None:
     )
 
 
-def verify_cache(cache: Path) -> int:
-    """Check each cached dataset's shape and class count against its config, and its SHA-256
-    against ``MANIFEST.csv`` where the cache has one; exit 1 on any mismatch."""
+def check_files(folder: Path, names: list[str] | None = None) -> dict[str, str]:
+    """Check the dataset files one folder holds: each file's shape and class count against its
+    config, and its SHA-256 against the folder's ``MANIFEST.csv`` where it has one. For each
+    dataset config (of ``names``, else of all) whose file the folder holds: "ok" or "MISMATCH: …"."""
     import hashlib
 
     import numpy as np
@@ -61,22 +62,20 @@ def verify_cache(cache: Path) -> int:
 
     from clusterbench.data.sources import read_npz, reads_cache
 
-    manifest_path = cache / "MANIFEST.csv"
+    manifest_path = folder / "MANIFEST.csv"
     manifest = pd.read_csv(manifest_path).set_index("name") if manifest_path.exists() else None
-    problems = 0
-    for name in options("dataset"):
+    verdicts = {}
+    for name in options("dataset") if names is None else names:
         spec = load_option("dataset", name)
         if not reads_cache(spec.source):
             continue
-        path = cache / f"{spec.source.name}.npz"
-        if not path.exists():
-            print(f"  {name:<20} not cached")
+        path = folder / f"{spec.source.name}.npz"
+        if not path.is_file():
             continue
         try:
             raw = read_npz(path)
         except UserError as exc:  # report it and go on with the other files
-            problems += 1
-            print(f"  {name:<20} MISMATCH: {exc}")
+            verdicts[name] = f"MISMATCH: {exc}"
             continue
         found = [list(raw.X.shape), len(np.unique(raw.y))]
         # n_classes: where n_clusters is a choice rather than the number of labels (kdd_protein)
@@ -88,6 +87,76 @@ def verify_cache(cache: Path) -> int:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             if digest != manifest.loc[spec.source.name, "sha256_of_npz"]:
                 issues.append("sha256 differs from MANIFEST.csv")
-        problems += bool(issues)
-        print(f"  {name:<20} {'MISMATCH: ' + '; '.join(issues) if issues else 'ok'}")
-    return 1 if problems else 0
+        verdicts[name] = "MISMATCH: " + "; ".join(issues) if issues else "ok"
+    return verdicts
+
+
+def verify_cache(folder: Path, names: list[str] | None = None) -> int:
+    """:func:`check_files` of one folder, a line per file it holds; 1 on any mismatch."""
+    verdicts = check_files(folder, names)
+    for name, verdict in verdicts.items():
+        print(f"  {name:<20} {verdict}")
+    return 1 if any(verdict != "ok" for verdict in verdicts.values()) else 0
+
+
+def how_to_get(name: str) -> str:
+    """The commands that put dataset ``name``'s file in the data cache."""
+    from clusterbench.data.sources import import_only
+
+    source = load_option("dataset", name).source
+    if import_only(source):  # no download to fall back on
+        return f"`clusterbench data import FOLDER` (a folder holding {source.name}.npz)"
+    return f"`clusterbench data pull {name}` (OpenML) or `clusterbench data import FOLDER`"
+
+
+def verify_data(names: list[str] | None = None) -> int:
+    """``clusterbench data verify``: check every copy the data folders hold, the bundled ones too
+    (:func:`check_files`), printed folder by folder in search order: a line for each copy a run
+    reads, and for a copy an earlier folder hides, a line only where it fails (one day it may be
+    the copy read). 1 on a mismatch, and, with ``names``, when one of them is held in no folder
+    (each named on stderr with how to get it); an unknown name is a user error before any check."""
+    import sys
+
+    from clusterbench.data.sources import cache_dir, data_folders, find_npz, reads_cache
+
+    for name in names or []:
+        check_option("dataset", name)
+    selected = list(dict.fromkeys(names)) if names else options("dataset")
+    specs = {name: load_option("dataset", name) for name in selected}
+    files = {name: spec.source.name for name, spec in specs.items() if reads_cache(spec.source)}
+    if names:
+        for name in selected:
+            if name not in files:  # a generator or scikit-learn: there is no file to check
+                target = str(specs[name].source._target_)
+                kind = "sklearn" if target.endswith(".sklearn_bundled") else f"made by {target}"
+                print(f"  {name:<20} no file to check ({kind})")
+    read_from = {name: find_npz(file) for name, file in files.items()}
+    failed = False
+    for folder in data_folders():
+        verdicts = check_files(folder.path, list(files))
+        failed |= any(verdict != "ok" for verdict in verdicts.values())
+        lines = []
+        for name, verdict in verdicts.items():
+            if read_from[name][0] == folder:
+                lines.append(f"  {name:<20} {verdict}")
+            elif verdict != "ok":
+                lines.append(f"  {name:<20} {verdict} (not read: {read_from[name][0].label} holds it first)")
+        if lines:
+            print(f"{folder.label} ({folder.path}):", *lines, sep="\n")
+    caches = [folder.path for folder in data_folders() if folder.label != "bundled"]
+    if not any(next(path.glob("*.npz"), None) for path in caches if path.is_dir()):
+        print(
+            f"the data cache {cache_dir()} holds no datasets: copy .npz files in with "
+            "`clusterbench data import FOLDER`, or fetch one with `clusterbench data pull NAME`"
+        )
+    missing = [name for name, held in read_from.items() if held is None]
+    if missing and names:
+        for name in missing:
+            print(
+                f"clusterbench: {name} is held in no data folder; get it with {how_to_get(name)}",
+                file=sys.stderr,
+            )
+        return 1
+    if missing:
+        print(f"held nowhere (data pull NAME or data import FOLDER): {', '.join(missing)}")
+    return 1 if failed else 0

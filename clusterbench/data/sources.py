@@ -1,4 +1,5 @@
-"""Where raw data comes from: the local ``.npz`` cache (filled from OpenML), scikit-learn, generators.
+"""Where raw data comes from: ``.npz`` files in the data folders (filled from OpenML), scikit-learn,
+generators.
 
 Every source is a plain function named by ``_target_`` in ``conf/dataset/*.yaml`` and returns
 :class:`RawData`; adding a source is adding a function.
@@ -30,10 +31,66 @@ class RawData:
     n_train: int | None = None
 
 
+# The small public datasets shipped inside the package (UCI, CC BY 4.0; see bundled/LICENSE.md), as
+# scikit-learn ships iris: a fresh offline install runs them with no data folder set up.
+BUNDLED_DIR = Path(__file__).resolve().parent / "bundled"
+
+
+@dataclass(frozen=True)
+class DataFolder:
+    """One place a dataset's ``<name>.npz`` is looked for; ``label`` says which (``list``, ``data where``)."""
+
+    label: str
+    path: Path
+
+
+def user_cache_dir() -> Path:
+    """The user's data cache, ``~/.cache/clusterbench``."""
+    return Path.home() / ".cache" / "clusterbench"
+
+
 def cache_dir() -> Path:
-    """The data cache: ``$CLUSTERBENCH_DATA``, else ``~/.cache/clusterbench``."""
+    """The writable data folder, where ``data pull``, ``data import`` and an OpenML fetch write:
+    ``$CLUSTERBENCH_DATA`` if set, else the user cache ``~/.cache/clusterbench``."""
     env = os.environ.get(DATA_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "clusterbench"
+    return Path(env).expanduser() if env else user_cache_dir()
+
+
+def data_folders() -> list[DataFolder]:
+    """Where a dataset's ``<name>.npz`` is looked for, in order; the first folder holding it wins:
+
+    1. ``$CLUSTERBENCH_DATA``, if set;
+    2. the user cache ``~/.cache/clusterbench`` (written to when the variable is unset);
+    3. the copies bundled with the package (:data:`BUNDLED_DIR`).
+
+    A copy cached by hand or by a fetch therefore wins over the bundled one.
+    """
+    folders = []
+    env = os.environ.get(DATA_ENV)
+    if env:
+        folders.append(DataFolder(f"${DATA_ENV}", Path(env).expanduser()))
+    folders.append(DataFolder("cache", user_cache_dir()))
+    folders.append(DataFolder("bundled", BUNDLED_DIR))
+    # A variable naming the user cache itself would list it twice.
+    unique = {}
+    for folder in folders:
+        unique.setdefault(folder.path.resolve(), folder)
+    return list(unique.values())
+
+
+def find_npz(name: str) -> tuple[DataFolder, Path] | None:
+    """The folder that holds ``<name>.npz`` first in :func:`data_folders`' order, with the file's
+    path; None where no folder holds it."""
+    for folder in data_folders():
+        path = folder.path / f"{name}.npz"
+        if path.is_file():
+            return folder, path
+    return None
+
+
+def searched_folders() -> str:
+    """The data folders in search order, for a message saying where a file was not found."""
+    return ", ".join(str(folder.path) for folder in data_folders())
 
 
 def read_npz(path: Path) -> RawData:
@@ -94,24 +151,26 @@ def cached(
     n_train: int | None = None,
     refresh: bool = False,
 ) -> RawData:
-    """``<cache>/<name>.npz``; on a miss (or with ``refresh``), fetch OpenML ``openml_id`` and cache it.
+    """``<name>.npz`` from the first data folder holding it (:func:`data_folders`); on a miss (or
+    with ``refresh``), fetch OpenML ``openml_id`` into the writable folder (:func:`cache_dir`).
 
     ``n_train`` marks the train/test boundary of the fetched rows (OpenML stores none); a cache
     file's own ``n_train`` wins over it, and a file without one (imported as X and y) takes it.
     """
-    path = cache_dir() / f"{name}.npz"
-    if path.exists() and not refresh:
-        data = read_npz(path)
+    held = find_npz(name)
+    if held is not None and not refresh:
+        data = read_npz(held[1])
         if data.n_train is None and n_train is not None:
             data = replace(data, n_train=n_train)  # checked against the rows where a split uses it
         return data
     if openml_id is None:
         raise UserError(
-            f"dataset '{name}' is not in the cache ({path}) and has no OpenML source: put {name}.npz "
-            f"(arrays X, y) in a folder and run `clusterbench data import FOLDER`, or set {DATA_ENV}"
+            f"dataset '{name}' is in no data folder ({searched_folders()}) and has no OpenML source: "
+            f"put {name}.npz (arrays X, y) in a folder and run `clusterbench data import FOLDER`, "
+            f"or set {DATA_ENV}"
         )
     data = fetch_openml(name, openml_id, target, drop_columns, n_train)
-    write_npz(path, data)
+    write_npz(cache_dir() / f"{name}.npz", data)
     return data
 
 

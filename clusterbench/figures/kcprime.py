@@ -30,7 +30,7 @@ from scipy.optimize import linear_sum_assignment
 
 from clusterbench.catalog import load_option
 from clusterbench.data import Dataset, load_dataset
-from clusterbench.data.sources import cache_dir
+from clusterbench.data.sources import find_npz
 from clusterbench.methods import KMeansCPrime
 from clusterbench.metrics import nmi, purity
 
@@ -217,7 +217,7 @@ def draw_fig_s2(sweeps: dict[str, dict[int, Runs]], title: str) -> Figure:
 
 
 def kdd_available() -> bool:
-    return (cache_dir() / "kdd_protein.npz").exists()
+    return find_npz("kdd_protein") is not None
 
 
 def kdd_curves(c_primes=KDD_C_PRIMES, runs: int = KDD_RUNS) -> dict[int, Runs]:
