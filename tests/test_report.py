@@ -1,0 +1,203 @@
+"""The results report (``clusterbench report``): what the page shows, that its links resolve, how
+it draws empty and compared cells, and that it is the same page every time."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from clusterbench.catalog import options
+from clusterbench.cli import main
+from clusterbench.report import DOCS, write_report
+from clusterbench.tables import table_spec
+from tests.helpers import REPO
+
+RESULTS = REPO / "results"
+PROFILE = "paper"
+
+
+class PageParser(HTMLParser):
+    """The parts of the page the tests read: links, ids, and the cells marked with data-cell."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.ids: set[str] = set()
+        self.cells: dict[str, list[tuple[set[str], str]]] = {}
+        self._open: tuple[str, set[str]] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if "id" in attributes:
+            self.ids.add(attributes["id"])
+        if tag == "a" and "href" in attributes:
+            self.links.append(attributes["href"])
+        if tag == "img":
+            self.images.append(attributes["src"])
+        if tag == "td" and "data-cell" in attributes:
+            self._open = (attributes["data-cell"], set(attributes.get("class", "").split()))
+            self._text = []
+
+    def handle_data(self, data):
+        if self._open:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._open:
+            where, classes = self._open
+            self.cells.setdefault(where, []).append((classes, "".join(self._text)))
+            self._open = None
+
+    def cell(self, where: str, side: str) -> tuple[set[str], str]:
+        """The ``ours`` or ``delta`` cell of dataset/metric/column ``where``."""
+        (found,) = [cell for cell in self.cells[where] if side in cell[0]]
+        return found
+
+
+def parse(path: Path) -> PageParser:
+    parser = PageParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+@pytest.fixture(scope="module")
+def committed_page(tmp_path_factory) -> Path:
+    """The report of the committed results, written outside the checkout."""
+    return write_report(RESULTS, PROFILE, tmp_path_factory.mktemp("report") / "index.html")
+
+
+def committed_tables() -> list[str]:
+    return sorted(path.stem for path in (RESULTS / "tables" / PROFILE).glob("*.csv"))
+
+
+def test_every_committed_table_appears_by_its_title_and_every_figure_is_shown(committed_page):
+    text = committed_page.read_text(encoding="utf-8")
+    with_spec = [name for name in committed_tables() if name in options("table")]
+    assert with_spec, "no committed tables to check"
+    for name in with_spec:
+        assert f"<h3>{html.escape(table_spec(name).title)}</h3>" in text, name
+        assert f'id="{name}"' in text
+    page = parse(committed_page)
+    shown = {(committed_page.parent / unquote(src)).resolve() for src in page.images}
+    figures = {path.resolve() for path in (RESULTS / "figures").glob("*.png")}
+    assert figures and figures <= shown
+    assert all(src.endswith(".png") and not src.startswith("/") for src in page.images)
+
+
+def test_every_relative_link_and_image_of_the_page_resolves(committed_page):
+    page = parse(committed_page)
+    docs_links = 0
+    for target in page.links + page.images:
+        assert not re.match(r"^[a-z]+:", target), f"{target}: the page links only relative paths"
+        if target.startswith("#"):
+            assert target[1:] in page.ids, target
+            continue
+        path = (committed_page.parent / unquote(target)).resolve()
+        if path.is_relative_to(DOCS.resolve()):
+            docs_links += 1
+            if not DOCS.exists():
+                continue  # the docs are being written; their links are checked once they are
+        assert path.exists(), target
+    assert docs_links >= 6  # the index, three reproduction pages, figures and benchmarks
+
+
+def test_the_page_is_the_same_bytes_every_time(committed_page):
+    again = write_report(RESULTS, PROFILE, committed_page.parent / "again.html")
+    assert again.read_bytes() == committed_page.read_bytes()
+
+
+@pytest.fixture
+def synthetic_page(tmp_path) -> Path:
+    """A report of one made-up CLAM Table 1 CSV: on Zoo, k-means 0.015 above the paper, spectral
+    0.03 below, agglomerative exactly 0.02 above, DEC 0.021 above; Ecoli's CLAM skipped; GCM not
+    available (the spec's unavailable:); DCEC the paper's column only; everything else not run."""
+    spec = table_spec("clam_table1")
+    offsets = {("zoo", "kmeans"): 0.015, ("zoo", "spectral"): -0.03}
+    offsets |= {("zoo", "agglomerative"): 0.02, ("zoo", "dec"): 0.021}
+    rows = []
+    for dataset in spec.rows:
+        for column in spec.columns:
+            paper = OmegaConf.select(spec, f"paper.sc.{dataset}.{column}")
+            paper = math.nan if paper is None else float(paper)
+            ours, status, n_runs = math.nan, "missing", 0
+            if (dataset, column) in offsets:
+                ours, status, n_runs = paper + offsets[dataset, column], "ok", 1
+            elif (dataset, column) == ("ecoli", "clam"):
+                status, n_runs = "skipped", 3
+            elif dataset in spec.unavailable:
+                status = "not available"
+            rows.append(
+                {"table": spec.name, "dataset": dataset, "metric": "sc", "column": column}
+                | {"ours": ours, "ours_std": math.nan, "ours_best": math.nan, "paper": paper}
+                | {"paper_best": math.nan, "delta": ours - paper, "delta_best": math.nan, "status": status}
+                | {"n_runs": n_runs, "n_ok": int(status == "ok"), "selected_params": ""}
+                | {"n_found": math.nan, "n_clusters": math.nan}
+            )
+    folder = tmp_path / "results" / "tables" / PROFILE
+    folder.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(folder / "clam_table1.csv", index=False, float_format=lambda v: f"{v:.6g}")
+    return write_report(tmp_path / "results", PROFILE)
+
+
+def test_not_available_not_implemented_and_not_run_are_drawn_three_ways(synthetic_page):
+    page = parse(synthetic_page)
+    kinds = {
+        "not-available": page.cell("gcm/sc/kmeans", "ours"),
+        "not-implemented": page.cell("zoo/sc/dcec", "ours"),
+        "not-run": page.cell("ecoli/sc/spectral", "ours"),
+    }
+    for kind, (classes, text) in kinds.items():
+        assert kind in classes
+        assert text == kind.replace("-", " ")
+        assert not classes & (set(kinds) - {kind})
+    assert page.cell("ecoli/sc/clam", "ours") == ({"ours", "stopped"}, "skipped")
+    assert page.cell("zoo/sc/kmeans", "ours")[0] == {"ours"}
+    # Each kind has a style of its own, not only a name.
+    style = synthetic_page.read_text(encoding="utf-8").split("<style>")[1].split("</style>")[0]
+    rules = {kind: re.search(rf"\.ours\.{kind} \{{([^}}]*)\}}", style)[1] for kind in kinds}
+    assert len(set(rules.values())) == 3
+
+
+def test_a_difference_within_002_of_the_paper_is_coloured_close_and_a_larger_one_far(synthetic_page):
+    page = parse(synthetic_page)
+    expected = {"kmeans": ("close", "+0.015"), "agglomerative": ("close", "+0.020")}
+    expected |= {"spectral": ("far", "−0.030"), "dec": ("far", "+0.021")}
+    for column, (colour, text) in expected.items():
+        classes, shown = page.cell(f"zoo/sc/{column}", "delta")
+        assert colour in classes and ({"close", "far"} - {colour}).isdisjoint(classes), column
+        assert shown == text
+    classes, shown = page.cell("gcm/sc/kmeans", "delta")
+    assert classes == {"delta"} and shown == ""
+
+
+def test_the_status_of_a_paper_counts_its_tables_cells_and_share_within_002(synthetic_page):
+    text = synthetic_page.read_text(encoding="utf-8")
+    row = re.search(r'<tr><th scope="row"><a href="#clam">.*?</tr>', text)[0]
+    counts = re.findall(r'<td class="count">([^<]*)</td>', row)
+    clam_tables = len([name for name in options("table") if name.startswith("clam_")])
+    spec = table_spec("clam_table1")
+    not_available = len(spec.columns)  # the GCM row
+    not_implemented = len(spec.rows) - 1  # DCEC but on GCM
+    not_run = len(spec.rows) * len(spec.columns) - 4 - not_available - not_implemented - 1
+    tables, compared, within = f"1 of {clam_tables}", 4, "2 (50%)"
+    assert counts == list(map(str, [tables, compared, within, not_available, not_implemented, not_run, 1]))
+    assert re.search(r'<tr><th scope="row"><a href="#prcut">.*?not yet implemented</td></tr>', text)
+
+
+def test_a_missing_tables_folder_exits_2_in_one_line_naming_the_fix(tmp_path, capsys):
+    assert main(["report", "--results-dir", str(tmp_path), "--out", str(tmp_path / "index.html")]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1
+    assert error[0].startswith("clusterbench: error: no tables under ")
+    assert "clusterbench table --all" in error[0]
+    assert not (tmp_path / "index.html").exists()
