@@ -1,7 +1,7 @@
 """Draw the figures of CLAM (Saha et al., ICML 2023) as PNG and PDF: Fig. 1, 4, 6, 7-10, 11, 12, 13.
 
     python scripts/clam_figures.py                      # all, full scale, into results/figures
-    python scripts/clam_figures.py 4 11 12 --quick      # some, at the quick scale
+    python scripts/clam_figures.py 4 11 12 --quick      # some, at the quick scale, into results/figures/quick
     make figures [QUICK=1]
 
 The scales are ``clusterbench.figures.clam.FULL`` and ``QUICK`` (under a minute: coarser basin grids,
@@ -27,6 +27,7 @@ from clusterbench.results import load_records
 from clusterbench.scripting import output_folder, positive_int, run_script
 
 FIGURES = ("1", "4", "6", "7", "8", "9", "10", "11", "12", "13")
+FULL_OUT, QUICK_OUT = Path("results/figures"), Path("results/figures/quick")
 
 
 def basins(number: str, scale: figures.Scale):
@@ -110,7 +111,7 @@ def main() -> None:
         "figures", nargs="*", help=f"figure numbers among {', '.join(FIGURES)} (default: all)"
     )
     parser.add_argument("--quick", action="store_true", help="small scale: minutes, for checking")
-    parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
+    parser.add_argument("--out", type=Path, help=f"output folder (default: {FULL_OUT}; --quick: {QUICK_OUT})")
     parser.add_argument(
         "--results", type=Path, default=Path("results"), help="results folder whose records Fig. 7-10 draw"
     )
@@ -121,6 +122,8 @@ def main() -> None:
         help="torch intra-op threads (default 1: the batches are small, more threads mostly contend)",
     )
     args = parser.parse_args()
+    # A quick draw never lands over the committed full-scale figures unless sent there.
+    args.out = args.out or (QUICK_OUT if args.quick else FULL_OUT)
     unknown = sorted(set(args.figures) - set(FIGURES))
     if unknown:
         parser.error(f"unknown figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")

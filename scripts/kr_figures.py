@@ -1,7 +1,7 @@
 """Draw the figures of Khatri-Rao clustering (Ciaperoni et al.) as PNG and PDF: Fig. 6, 7, 8, 9.
 
     python scripts/kr_figures.py                  # all, the paper's scale, into results/figures
-    python scripts/kr_figures.py 6 9 --quick      # some, at the quick scale (seconds to a minute)
+    python scripts/kr_figures.py 6 9 --quick      # some, quick scale (≤ a minute), in results/figures/quick
     make figures [QUICK=1] [KR_FIGURES="6 9"]
 
 The paper's scale: 20 restarts per fit, the full 5000-point BLOBS and CLASSIFICATION, Fig. 8's
@@ -25,6 +25,7 @@ from clusterbench.figures import save_figure
 from clusterbench.scripting import output_folder, positive_int, run_script
 
 FIGURES = ("6", "7", "8", "9")
+FULL_OUT, QUICK_OUT = Path("results/figures"), Path("results/figures/quick")
 
 
 def main() -> None:
@@ -33,11 +34,13 @@ def main() -> None:
         "figures", nargs="*", help=f"figure numbers among {', '.join(FIGURES)} (default: all)"
     )
     parser.add_argument("--quick", action="store_true", help="small scale: a few minutes, for checking")
-    parser.add_argument("--out", type=Path, default=Path("results/figures"), help="output folder")
+    parser.add_argument("--out", type=Path, help=f"output folder (default: {FULL_OUT}; --quick: {QUICK_OUT})")
     parser.add_argument(
         "--threads", type=positive_int, default=1, help="torch and OpenMP threads per fit (default 1)"
     )
     args = parser.parse_args()
+    # A quick draw never lands over the committed full-scale figures unless sent there.
+    args.out = args.out or (QUICK_OUT if args.quick else FULL_OUT)
     unknown = sorted(set(args.figures) - set(FIGURES))
     if unknown:
         parser.error(f"no figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")

@@ -7,6 +7,7 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -145,17 +146,66 @@ def test_the_clam_benchmark_replaces_only_the_part_it_ran(tmp_path):
     ],
 )
 def test_make_figures_draws_only_the_papers_picked_from(picked, scripts):
+    called = [command[1].removeprefix("scripts/").removesuffix(".py") for command in make_figures(*picked)]
+    assert called == scripts
+
+
+def make_figures(*variables: str) -> list[list[str]]:
+    """The commands `make figures` would run with ``variables`` (``make -n``), each as its words."""
     # Under `make test` the variables of the calling make are in the environment: left out.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k != "MFLAGS"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "QUICK")}
     result = subprocess.run(
-        ["make", "--no-print-directory", "-n", "figures", *picked],
+        ["make", "--no-print-directory", "-n", "figures", *variables],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
-    called = [
-        line.split()[1].removeprefix("scripts/").removesuffix(".py") for line in result.stdout.splitlines()
-    ]
-    assert called == scripts
+    return [line.split() for line in result.stdout.splitlines()]
+
+
+def out_folders(commands: list[list[str]]) -> list[str]:
+    return [command[command.index("--out") + 1] for command in commands]
+
+
+def test_make_figures_quick_draws_into_its_own_folder_never_over_the_committed_figures():
+    quick = make_figures("QUICK=1")
+    assert len(quick) == 3 and all("--quick" in command for command in quick)
+    assert out_folders(quick) == ["results/figures/quick"] * 3
+    # No word names results/figures itself (or a file in it): only the quick folder and below.
+    for command in quick:
+        for word in command:
+            assert "results/figures" not in word or word.startswith("results/figures/quick"), command
+    full = make_figures()
+    assert out_folders(full) == ["results/figures"] * 3 and not any("--quick" in c for c in full)
+    picked = make_figures("QUICK=1", "RESULTS=/tmp/elsewhere", "KR_FIGURES=6")
+    assert out_folders(picked) == ["/tmp/elsewhere/figures/quick"]
+
+
+class ChosenFolder(Exception):
+    """Stops a figure script at its output check, before any work, with the folder it chose."""
+
+
+@pytest.mark.parametrize("name", ["clam_figures", "kr_figures", "kcprime_figures"])
+@pytest.mark.parametrize(
+    ("words", "folder"),
+    [
+        (["--quick"], "results/figures/quick"),
+        ([], "results/figures"),
+        (["--quick", "--out", "elsewhere"], "elsewhere"),
+    ],
+)
+def test_a_figure_script_run_by_hand_draws_quick_figures_into_their_own_folder(
+    name, words, folder, monkeypatch
+):
+    script = load_script(name)
+
+    def chosen(parser, out):
+        raise ChosenFolder(out)
+
+    monkeypatch.setattr(script, "output_folder", chosen)
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *words])
+    with pytest.raises(ChosenFolder) as stop:
+        script.main()
+    assert stop.value.args[0] == Path(folder)

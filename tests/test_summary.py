@@ -1,0 +1,195 @@
+"""`clusterbench summary` and clusterbench.summary on records of small jobs really run (k-means on
+scikit-learn's bundled iris, one random restart, so that seeds differ)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.cluster import KMeans
+
+from clusterbench.data.sources import DATA_ENV
+from clusterbench.errors import UserError
+from clusterbench.results import load_records
+from clusterbench.runner import run_job
+from clusterbench.summary import format_summary, headline_metrics, load_summary, summarize
+from tests.helpers import DATA_FOLDER, compose_config, run_cli
+
+SEEDS = (0, 1, 2)
+
+
+class FailsAtSeedTwo(KMeans):
+    """k-means (its hyperparameters, so its runs group with k-means') that raises when seeded 2."""
+
+    def fit(self, X, y=None, sample_weight=None):
+        if self.random_state == 2:
+            raise RuntimeError("boom at seed 2")
+        return super().fit(X, y, sample_weight)
+
+
+def run(results_dir, experiment: str, seeds=SEEDS, *overrides: str) -> None:
+    for seed in seeds:
+        cfg = compose_config(
+            results_dir,
+            "method=kmeans",
+            "dataset=iris",
+            "profile=smoke",
+            "method.estimator.n_init=1",
+            "method.estimator.init=random",
+            f"seed={seed}",
+            *overrides,
+        )
+        run_job(cfg, experiment)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """One results folder: experiment ``adhoc`` (seeds 0-2, then seed 0 rescored under a second
+    metric suite), ``grid`` (n_init 1 and 2), ``failing`` (seed 2 failed) and ``variant``."""
+    folder = tmp_path_factory.mktemp("results")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(DATA_ENV, str(DATA_FOLDER))
+        run(folder, "adhoc")
+        run(folder, "adhoc", (0,), "metrics=external")  # the same fit, a second record
+        run(folder, "grid", SEEDS, "+grids.kmeans.n_init=[1,2]")
+        run(folder, "failing", SEEDS, "method.estimator._target_=tests.test_summary.FailsAtSeedTwo")
+        run(folder, "variant", (0, 1), "method.variant=tuned")
+    return folder
+
+
+def metric_values(records: pd.DataFrame, metric: str) -> np.ndarray:
+    """The metric's values in the records of status ok, one per seed (the latest record of a seed
+    scored twice would do as well: one fit gives one value)."""
+    rows = records[(records["metric"] == metric) & (records["status"] == "ok")]
+    return rows.drop_duplicates("seed")["value"].to_numpy()
+
+
+def table_cells(markdown: str) -> list[list[str]]:
+    """The cells of a Markdown table's header and rows (its alignment line left out)."""
+    lines = [line for i, line in enumerate(markdown.splitlines()) if i != 1]
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
+
+
+def test_mean_and_std_are_numpys_over_the_seeds_records(results):
+    records = load_records(results, "smoke", ["adhoc"])
+    summary = summarize(records)
+    assert len(summary) == 1
+    row = summary.iloc[0]
+    # Seed 0 has two records (two metric suites) of one fit: one run, as tables count it.
+    assert records["config_hash"].nunique() == 4
+    assert (row["runs"], row["ok"], row["failed"], row["skipped"], row["timeout"]) == (3, 3, 0, 0, 0)
+    for metric in ("acc", "nmi", "ari", "sc"):
+        values = metric_values(records, metric)
+        assert len(values) == 3
+        assert row[f"{metric}_mean"] == pytest.approx(np.mean(values), rel=1e-12)
+        assert row[f"{metric}_std"] == pytest.approx(np.std(values), rel=1e-12)
+        assert row[f"{metric}_n"] == 3
+    assert row["nmi_std"] > 0  # the seeds differ: a std of 0 would not tell the population std apart
+    assert (row["dataset"], row["method"], row["variant"], row["hyperparameters"]) == (
+        "iris",
+        "kmeans",
+        "default",
+        "",
+    )
+    assert "random_state" not in json.loads(row["params"])
+
+
+def test_failed_runs_are_counted_as_failed_and_left_out_of_the_means(results):
+    records = load_records(results, "smoke", ["failing"])
+    (row,) = summarize(records, ["nmi"]).itertuples()
+    assert (row.runs, row.ok, row.failed) == (3, 2, 1)
+    nmi = metric_values(records, "nmi")
+    assert len(nmi) == 2
+    assert row.nmi_mean == pytest.approx(np.mean(nmi)) and row.nmi_n == 2
+    assert row.nmi_mean != pytest.approx(np.sum(nmi) / 3)  # a failure is no 0
+    header, line = table_cells(format_summary(summarize(records, ["nmi"])))
+    assert dict(zip(header, line, strict=True)) == {
+        "dataset": "iris",
+        "method": "kmeans",
+        "runs": "3",
+        "ok": "2",
+        "failed": "1",
+        "skipped": "0",
+        "NMI": f"{np.mean(nmi):.3f} ± {np.std(nmi):.3f}",
+    }
+
+
+def test_each_hyperparameter_set_is_its_own_row(results):
+    records = load_records(results, "smoke", ["grid"])
+    summary = summarize(records, ["nmi"])
+    assert summary["hyperparameters"].tolist() == ["n_init=1", "n_init=2"]
+    assert summary["runs"].tolist() == [3, 3]
+    for row in summary.itertuples():
+        n_init = json.loads(row.params)["n_init"]
+        of_set = records[records["params"].map(lambda p, n=n_init: json.loads(p)["n_init"] == n)]
+        assert row.nmi_mean == pytest.approx(np.mean(metric_values(of_set, "nmi")))
+    # by_params names every hyperparameter, not only those that vary; the rows stay the same.
+    named = summarize(records, ["nmi"], by_params=True)
+    assert named["nmi_mean"].tolist() == summary["nmi_mean"].tolist()
+    for row in named.itertuples():
+        everything = sorted(json.loads(row.params).items())
+        assert row.hyperparameters == " ".join(f"{name}={value}" for name, value in everything)
+    assert "algorithm=lloyd" in named["hyperparameters"].iloc[0]
+
+
+def test_headline_metrics_are_those_held_among_acc_nmi_ari_sc_else_all(results):
+    records = load_records(results, "smoke", ["adhoc"])
+    assert headline_metrics(records) == ["acc", "nmi", "ari", "sc"]
+    assert headline_metrics(records[records["metric"] != "sc"]) == ["acc", "nmi", "ari"]
+    others = records[records["metric"].isin(["inertia", "n_found"])]
+    assert headline_metrics(others) == ["inertia", "n_found"]
+    assert summarize(others).columns[-3:].tolist() == ["n_found_mean", "n_found_std", "n_found_n"]
+
+
+def test_the_text_table_names_variants_and_shows_mean_plus_minus_std(results):
+    records = load_records(results, "smoke", ["adhoc", "variant"])
+    summary = summarize(records, ["nmi", "sc"])
+    text = format_summary(summary)
+    header, first, second = table_cells(text)
+    assert header == ["experiment", "dataset", "method", "runs", "ok", "failed", "skipped", "NMI", "SC"]
+    adhoc = summary[summary["experiment"] == "adhoc"].iloc[0]
+    assert first[:3] == ["adhoc", "iris", "kmeans"]
+    assert first[-2] == f"{adhoc['nmi_mean']:.3f} ± {adhoc['nmi_std']:.3f}"
+    assert second[:3] == ["variant", "iris", "kmeans[tuned]"]
+    assert "timeout" not in header  # no run timed out: the column would say nothing
+    # An SC undefined for one run (a labeling of one cluster): the mean of the others, saying so.
+    undefined = records.copy()
+    undefined.loc[(undefined["metric"] == "sc") & (undefined["seed"] == 0), "value"] = np.nan
+    row = summarize(undefined[undefined["experiment"] == "adhoc"], ["sc"]).iloc[0]
+    assert row["sc_n"] == 2 and row["ok"] == 3
+    assert "(n=2)" in format_summary(summarize(undefined[undefined["experiment"] == "adhoc"], ["sc"]))
+
+
+def test_a_metric_no_record_holds_is_a_user_error(results):
+    with pytest.raises(UserError, match="holds metric 'nosuch'; they hold acc, ari"):
+        load_summary(results, "smoke", ["adhoc"], ["nmi", "nosuch"])
+    assert load_summary(results, "smoke", ["adhoc"], ["fit_seconds"])["fit_seconds_n"].tolist() == [3]
+
+
+def test_no_records_is_a_user_error_naming_the_profile_that_holds_some(results):
+    with pytest.raises(UserError, match=r"profile smoke holds some \(--profile smoke\)"):
+        load_summary(results, "paper", ["adhoc"])
+
+
+def test_the_cli_prints_the_table_and_writes_the_csv(results, tmp_path):
+    out = tmp_path / "summary.csv"
+    result = run_cli(
+        "summary", "adhoc", "failing", "--profile", "smoke", "--results-dir", str(results), "--csv", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    written = pd.read_csv(out, keep_default_na=False, na_values={"sc_std": [""]})
+    expected = load_summary(results, "smoke", ["adhoc", "failing"])
+    assert written["experiment"].tolist() == ["adhoc", "failing"]
+    assert written[["runs", "ok", "failed"]].to_numpy().tolist() == [[3, 3, 0], [3, 2, 1]]
+    assert written["nmi_mean"].to_numpy() == pytest.approx(expected["nmi_mean"].to_numpy(), rel=1e-12)
+    assert format_summary(expected) in result.stdout
+
+
+def test_the_cli_with_no_records_exits_2_in_one_line(tmp_path):
+    result = run_cli("summary", "--results-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.startswith("clusterbench: error: no records of adhoc under ")
+    assert "`clusterbench run -m method=kmeans dataset=zoo" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
