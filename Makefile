@@ -7,16 +7,17 @@ JOBS ?= 1
 # The experiments whose records feed the tables of the methods implemented so far.
 EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2 kr_restart_odds kcprime_tableS1
 RESULTS ?= results
-# Tests and CI read the datasets from ../shared/datasets when it exists and nothing else is set.
-export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))
 
-.PHONY: install test lint tables figures
+.PHONY: install test lint tables figures report
 
 install:
 	$(PYTHON) -m pip install torch==2.13.0
 	$(PYTHON) -m pip install -e ".[dev]"
 
 # One pytest worker per core (pytest-xdist): most tests wait on a subprocess or a small fit.
+# Tests read the datasets from ../shared/datasets when it exists and nothing else is set; the other
+# targets find data as the clusterbench command does (`clusterbench data where`).
+test: export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))
 test:
 	$(PYTHON) -m pytest -q -n auto
 
@@ -41,11 +42,18 @@ tables:
 
 # The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 7-10, 11, 12, 13; pick
 # with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
-# k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2"); QUICK=1 draws them at the quick scale.
+# k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2"); QUICK=1 draws them at the quick scale into
+# $(RESULTS)/figures/quick instead, never over the committed full-scale ones (git ignores it).
 # With none picked every figure is drawn; with some, only those (a paper none is picked from is
 # left out).
 ALL_FIGURES = $(if $(strip $(FIGURES)$(KR_FIGURES)$(KC_FIGURES)),,all)
+FIGURES_OUT = $(RESULTS)/figures$(if $(QUICK),/quick)
 figures:
-	$(if $(FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures --results $(RESULTS))
-	$(if $(KR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures)
-	$(if $(KC_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(RESULTS)/figures)
+	$(if $(FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT) --results $(RESULTS))
+	$(if $(KR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT))
+	$(if $(KC_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT))
+
+# One static HTML page of every table (of profile paper, the committed one), figure and benchmark,
+# with a status per paper: $(RESULTS)/report/index.html. The tables are built first (`make tables`).
+report:
+	clusterbench report --results-dir $(RESULTS)

@@ -21,20 +21,25 @@ from tqdm.auto import tqdm
 
 from clusterbench.catalog import CONF_DIR, load_option, options
 from clusterbench.errors import INTERRUPTED, UserError
-from clusterbench.overrides import check_overrides, open_estimator_overrides
+from clusterbench.overrides import check_overrides, rewrite_overrides
 
 USAGE = """usage: clusterbench COMMAND [ARGS]
 
 commands:
   run [-m] [KEY=VALUE ...]   fit, score and record; -m sweeps comma-separated values (Hydra multirun)
-                             e.g. clusterbench run method=kmeans dataset=zoo
+                             e.g. clusterbench run method=clam dataset=zoo method.beta=3
                                   clusterbench run -m experiment=clam_baselines profile=smoke
   table NAME ... | --all     aggregate records into a paper's table, ours beside the paper's
+  report                     one HTML page of every table, figure and benchmark (results/report/)
+  summary [EXPERIMENT ...]   runs counted and mean ± std of each metric per dataset x method
+                             (default experiment: adhoc, the runs named by no experiment)
   list                       datasets, methods, metric suites, profiles, experiments, tables
+  data where                 the folders searched for <name>.npz, in order
   data import DIR            copy <name>.npz files (arrays X, y) into the data cache
-  data pull NAME             download a dataset from OpenML into the data cache
-  data path                  print the data cache folder ($CLUSTERBENCH_DATA)
-  data verify                check cached files against the configs and MANIFEST.csv
+  data pull NAME [--force]   download a dataset from OpenML into the data cache (skips one held)
+  data path                  print the data cache folder ($CLUSTERBENCH_DATA, else ~/.cache/clusterbench)
+  data verify [NAME ...]     check held files against the configs and MANIFEST.csv; exit 1 if a
+                             named one is held nowhere
 """
 
 
@@ -76,12 +81,13 @@ def command_run(words: list[str]) -> int:
     """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
     from clusterbench.results import FAILURES_ENV, collect_failures, failure_folder
 
-    results_dir = check_overrides(open_estimator_overrides(words))
+    words = rewrite_overrides(words)
+    results_dir = check_overrides(words)
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
     markers = failure_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
     os.environ[FAILURES_ENV] = str(markers)
-    sys.argv = ["clusterbench run", *open_estimator_overrides(words)]
+    sys.argv = ["clusterbench run", *words]
     try:
         hydra_job()
     finally:
@@ -126,66 +132,126 @@ def command_table(words: list[str]) -> int:
 
 
 def command_list(words: list[str]) -> int:
-    from clusterbench.data import cache_dir
-    from clusterbench.data.sources import import_only, reads_cache
+    from clusterbench.data.sources import find_npz, reads_cache
 
     if words:
         raise UserError("`clusterbench list` takes no arguments")
-    cache = cache_dir()
-    print(f"datasets (cache: {cache})")
-    print(f"  {'name':<20} {'n':>7} {'d':>6} {'k':>4}  {'cached':<6}  source")
+    # Where each dataset would be read from: the first data folder holding its file, in the order
+    # `clusterbench data where` prints; a file held nowhere is fetched from OpenML on first use.
+    print("datasets (read from: the first data folder holding the file, see `clusterbench data where`)")
+    print(f"  {'name':<20} {'n':>7} {'d':>6} {'k':>4}  {'read from':<18}  source")
     for name in options("dataset"):
         spec = load_option("dataset", name)
         n, d = spec.get("shape", ["?", "?"])
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
         if reads_cache(source):
-            origin = "import only" if import_only(source) else f"OpenML {source.openml_id}"
-            cached = "yes" if (cache / f"{source.name}.npz").exists() else "no"
+            origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
+            held = find_npz(source.name)
+            read_from = held[0].label if held else "not held"
+        elif target == "sklearn_bundled":
+            read_from, origin = "sklearn", f"sklearn {source.loader}"
+        elif source._target_.startswith("clusterbench.data.generators."):
+            read_from, origin = "generated", f"generator {target}"
         else:
-            cached = "-"
-            if target == "sklearn_bundled":
-                origin = f"sklearn {source.loader}"
-            elif source._target_.startswith("clusterbench.data.generators."):
-                origin = f"generator {target}"
-            else:
-                origin = f"function {source._target_}"
-        print(f"  {name:<20} {n:>7} {d:>6} {spec.get('n_clusters', '?'):>4}  {cached:<6}  {origin}")
+            read_from, origin = "function", f"function {source._target_}"
+        print(f"  {name:<20} {n:>7} {d:>6} {spec.get('n_clusters', '?'):>4}  {read_from:<18}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")
     return 0
 
 
 def command_data(words: list[str]) -> int:
-    from clusterbench.data import cache_dir
-    from clusterbench.data.cache import import_folder, verify_cache
-    from clusterbench.data.sources import cached, import_only, reads_cache
+    from clusterbench.data.cache import import_folder, verify_data
+    from clusterbench.data.sources import cache_dir, cached, data_folders, find_npz, import_only, reads_cache
 
     parser = argparse.ArgumentParser(prog="clusterbench data")
     sub = parser.add_subparsers(dest="action", required=True)
     sub.add_parser("import", help="copy <name>.npz files into the cache").add_argument("folder", type=Path)
-    sub.add_parser("pull", help="download from OpenML into the cache").add_argument("name")
-    sub.add_parser("path", help="print the cache folder")
-    sub.add_parser("verify", help="check cached files against their configs (and MANIFEST.csv)")
+    pull = sub.add_parser("pull", help="download from OpenML into the cache, unless a data folder holds it")
+    pull.add_argument("name")
+    pull.add_argument("--force", action="store_true", help="download again even if a data folder holds it")
+    sub.add_parser("path", help="print the cache folder, where import and pull write")
+    sub.add_parser("where", help="print the data folders in the order they are searched")
+    verify = sub.add_parser("verify", help="check held files against their configs (and MANIFEST.csv)")
+    verify.add_argument("names", nargs="*", help="datasets to check (default: every one held)")
     args = parser.parse_args(words)
     cache = cache_dir()
     if args.action == "path":
         print(cache)
+    elif args.action == "where":
+        print("data folders, in search order (a dataset is read from the first holding <name>.npz):")
+        for number, folder in enumerate(data_folders(), start=1):
+            state = "exists" if folder.path.is_dir() else "missing"
+            if folder.path == cache:
+                state += "; data import and data pull write here"
+            print(f"  {number}. {folder.label:<18}  {folder.path}  ({state})")
     elif args.action == "verify":
-        return verify_cache(cache)
+        return verify_data(args.names)
     elif args.action == "import":
         import_folder(args.folder, cache)
     else:
         source = load_option("dataset", args.name).source
         if not reads_cache(source) or import_only(source):
             raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
+        held = find_npz(source.name)
+        if held is not None and not args.force:
+            folder, path = held
+            print(
+                f"{args.name} is already held ({folder.label}: {path}); skipped (--force downloads it again)"
+            )
+            return 0
         arguments = {k: v for k, v in OmegaConf.to_container(source).items() if k != "_target_"}
         data = cached(**arguments, refresh=True)
         print(f"wrote {cache / (source.name + '.npz')}: X {data.X.shape}, {len(set(data.y))} classes")
     return 0
 
 
-COMMANDS = {"run": command_run, "table": command_table, "list": command_list, "data": command_data}
+def command_summary(words: list[str]) -> int:
+    from clusterbench.results import atomic_write_text, check_writable
+    from clusterbench.summary import format_summary, load_summary
+
+    parser = argparse.ArgumentParser(prog="clusterbench summary")
+    parser.add_argument("experiments", nargs="*", default=["adhoc"], help="experiments (default: adhoc)")
+    parser.add_argument("--profile", default="paper", help="which profile's records (default: paper)")
+    parser.add_argument("--results-dir", default="results", type=Path)
+    parser.add_argument("--metrics", help="comma-separated (default: those held among acc, nmi, ari, sc)")
+    parser.add_argument("--by-params", action="store_true", help="name every hyperparameter of a row")
+    parser.add_argument("--csv", type=Path, help="also write the summary, one row per line, to this file")
+    # Accept Hydra-style profile=… and results_dir=… too, as `run` does.
+    words = [re.sub(r"^(profile|results_dir)=", lambda m: f"--{m[1].replace('_', '-')}=", w) for w in words]
+    args = parser.parse_args(words)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    if args.csv is not None:
+        check_writable(args.csv.parent, "the --csv file's folder")
+    summary = load_summary(args.results_dir, args.profile, args.experiments, metrics, args.by_params)
+    print(format_summary(summary))
+    if args.csv is not None:
+        atomic_write_text(args.csv, summary.to_csv(index=False))
+        print(f"\nwrote {args.csv}")
+    return 0
+
+
+def command_report(words: list[str]) -> int:
+    from clusterbench.report import write_report
+
+    parser = argparse.ArgumentParser(prog="clusterbench report")
+    parser.add_argument("--results-dir", default="results", type=Path)
+    parser.add_argument("--profile", default="paper", help="which profile's tables (default: paper)")
+    parser.add_argument("--out", type=Path, help="the page to write (default: RESULTS_DIR/report/index.html)")
+    args = parser.parse_args(words)
+    print(f"wrote {write_report(args.results_dir, args.profile, args.out)}")
+    return 0
+
+
+COMMANDS = {
+    "run": command_run,
+    "table": command_table,
+    "report": command_report,
+    "summary": command_summary,
+    "list": command_list,
+    "data": command_data,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
