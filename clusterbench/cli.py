@@ -15,6 +15,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm.auto import tqdm
@@ -67,8 +68,12 @@ def hydra_job(cfg: DictConfig) -> None:
         if key.startswith("method.estimator."):
             given.append(key.removeprefix("method.estimator."))
 
+    # A sweep counts its cached points in its closing summary instead of reprinting each.
+    sweep = HydraConfig.get().mode == RunMode.MULTIRUN
+
     def report(outcome) -> None:
-        tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome, given))
+        if not (sweep and outcome.status == "cached"):
+            tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome, given))
 
     try:
         run_job(cfg, experiment, report=report)
@@ -78,23 +83,30 @@ def hydra_job(cfg: DictConfig) -> None:
 
 
 def command_run(words: list[str]) -> int:
-    """Run Hydra's app; exit 1 if any grid point of this run was recorded as failed."""
-    from clusterbench.results import FAILURES_ENV, collect_failures, failure_folder
+    """Run Hydra's app, then say what its points did and where their records are (a sweep also
+    gets mean ± std per dataset x method); exit 1 if any point is recorded as failed."""
+    from clusterbench.results import JOURNAL_ENV, journal_folder, read_journal
+    from clusterbench.summary import run_summary
 
     words = rewrite_overrides(words)
     results_dir = check_overrides(words)
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
-    markers = failure_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
-    os.environ[FAILURES_ENV] = str(markers)
+    journal = journal_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
+    os.environ[JOURNAL_ENV] = str(journal)
     sys.argv = ["clusterbench run", *words]
     try:
         hydra_job()
     finally:
-        del os.environ[FAILURES_ENV]
-        failed = collect_failures(markers)
+        del os.environ[JOURNAL_ENV]
+        entries = read_journal(journal)
+    sweep = bool({"-m", "--multirun"} & set(words))
+    print(run_summary(entries, table=sweep or len(entries) > 1))
+    failed = [record for status, _, record in entries if status == "failed"]
     if failed:
-        print(f"clusterbench: {len(failed)} grid point(s) failed; see {failed[0]}", file=sys.stderr)
+        earlier = sum(was for status, was, _ in entries if status == "failed")
+        again = f" ({earlier} recorded earlier; retry_failed=true fits them again)" if earlier else ""
+        print(f"clusterbench: {len(failed)} grid point(s) failed{again}; see {failed[0]}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -284,19 +284,26 @@ def read_record(path: Path | io.StringIO) -> pd.DataFrame:
     )
 
 
-def finished_record(path: Path) -> pd.DataFrame | None:
-    """The record at ``path`` if its job is done: it exists and did not fail (failed jobs are retried)."""
+def finished_record(path: Path, retry_failed: bool = False) -> pd.DataFrame | None:
+    """The record at ``path`` if its point is done: it exists and, with ``retry_failed``, did not
+    fail. A failure is recorded once and stays (a deterministic one, an eigensolver that does not
+    converge, would fail again on every rerun, and rewrite its record each time)."""
     if not path.exists():
         return None
     frame = read_record(path)
-    return frame if (frame["status"] != "failed").all() else None
+    return frame if not retry_failed or (frame["status"] != "failed").all() else None
 
 
 def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | None = None) -> pd.DataFrame:
     """All records of ``profile`` (optionally only these experiments) as one tidy frame."""
     root = Path(results_dir) / "runs" / profile
     folders = [root / name for name in experiments] if experiments is not None else [root]
-    files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*.csv"))
+    return read_records(sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*.csv")))
+
+
+def read_records(files: Iterable[Path]) -> pd.DataFrame:
+    """The records ``files`` as one tidy frame, in their order."""
+    files = list(files)
     if not files:
         return pd.DataFrame(columns=COLUMNS)
     # One parse per run of files with the same header, not one per file: a table over thousands of
@@ -365,31 +372,41 @@ def _shown(old: float, new: float) -> str:
     return f"{old:.{digits}g} → {new:.{digits}g}"
 
 
-# The folder where a job notes its failures for the `clusterbench run` that started it (set in the
-# environment, which the jobs of every launcher inherit: joblib's and submitit's processes).
-FAILURES_ENV = "CLUSTERBENCH_FAILURES"
+# The folder where each job of a `clusterbench run` notes what its points did (set in the
+# environment, which the jobs of every launcher inherit: joblib's and submitit's processes), so
+# the run can count its own points (and no other run's) and summarise them at its end.
+JOURNAL_ENV = "CLUSTERBENCH_JOURNAL"
 
 
-def failure_folder(results_dir: Path) -> Path:
-    """A fresh folder for one run's failure markers, on the results' file system (which a
-    cluster's nodes share)."""
-    return Path(results_dir).resolve() / "runs" / ".failed" / uuid.uuid4().hex
+def journal_folder(results_dir: Path) -> Path:
+    """A fresh folder for one run's journal, on the results' file system (which a cluster's nodes
+    share)."""
+    return Path(results_dir).resolve() / "runs" / ".journal" / uuid.uuid4().hex
 
 
-def mark_failure(record: Path) -> None:
-    """Note a failed job's record in the ``FAILURES_ENV`` folder, if a ``clusterbench run`` set one:
-    so a run counts its own failures and no other's."""
-    folder = os.environ.get(FAILURES_ENV)
-    if folder:
-        # Named by the record's full path: a swept results_dir repeats file names.
-        name = hashlib.sha1(str(record.resolve()).encode()).hexdigest()[:20]
-        atomic_write_bytes(Path(folder) / f"{name}.txt", str(record).encode())
+def note_outcomes(entries: Iterable[tuple[str, bool, Path | None]]) -> None:
+    """Note one job's points, (status, read from an earlier record, record) each, in the
+    ``JOURNAL_ENV`` folder if a ``clusterbench run`` set one: one file per job, renamed into place
+    (read only after the jobs)."""
+    folder = os.environ.get(JOURNAL_ENV)
+    lines = [f"{status}\t{int(earlier)}\t{record or ''}\n" for status, earlier, record in entries]
+    if not folder or not lines:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    path = Path(folder) / f"{uuid.uuid4().hex}.tsv"
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text("".join(lines))
+    os.replace(temporary, path)
 
 
-def collect_failures(folder: Path) -> list[Path]:
-    """The records :func:`mark_failure` noted in ``folder``; removes the folder."""
+def read_journal(folder: Path) -> list[tuple[str, bool, Path | None]]:
+    """What :func:`note_outcomes` noted of every point of the run's jobs in ``folder``; removes it."""
     if not folder.is_dir():
         return []
-    failed = [Path(marker.read_text()) for marker in sorted(folder.glob("*.txt"))]
+    entries = []
+    for job in sorted(folder.glob("*.tsv")):
+        for line in job.read_text().splitlines():
+            status, earlier, record = line.split("\t")
+            entries.append((status, earlier == "1", Path(record) if record else None))
     shutil.rmtree(folder, ignore_errors=True)
-    return failed
+    return entries

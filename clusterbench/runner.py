@@ -39,7 +39,7 @@ from clusterbench.results import (
     complete_record,
     config_hash,
     finished_record,
-    mark_failure,
+    note_outcomes,
     read_labels,
     read_record,
     record_path,
@@ -71,6 +71,7 @@ class PointResult:
     warnings: list[str] = field(default_factory=list)
     labels: np.ndarray | None = None
     hyperparameters: dict = field(default_factory=dict)
+    earlier: bool = False  # read from a record written by an earlier run (cached, or stopped then)
 
 
 def dataset_config(cfg: DictConfig) -> DictConfig:
@@ -389,21 +390,68 @@ def job_identity(cfg: DictConfig, experiment: str, dataset_cfg: DictConfig) -> d
     }
 
 
-def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[PointResult]:
-    """Run every grid point of one (dataset, method, seed) job; return what each point did.
+@dataclass
+class Job:
+    """One (dataset, method, seed) job, checked and with its data loaded: what its grid points
+    share, and how a point's record is named (:func:`prepare_job`)."""
 
-    ``report`` (optional) is called with each point's result as soon as it is known.
-    """
+    cfg: DictConfig
+    experiment: str
+    data: Dataset
+    method: DictConfig
+    identity: dict  # what, beside the method point, the record's hash is of (:func:`job_identity`)
+    threads: int | None
+    timeout: float | None
+
+    def record_of(self, method_point: dict) -> Path:
+        key = config_hash({**self.identity, "method": method_point})
+        cfg = self.cfg
+        return record_path(
+            Path(cfg.results_dir), cfg.profile.name, self.experiment, self.data.name, self.method.name, key
+        )
+
+    def fit_hash_of(self, method_point: dict) -> str:
+        """The hash of a fit whatever scores it: the point under another metric suite shares it."""
+        identity = {k: v for k, v in self.identity.items() if k != "metrics"}
+        return config_hash({**identity, "method": method_point})
+
+    def estimator(self, params: dict):
+        return build_estimator(self.method, params, self.data, self.cfg.seed, self.cfg.device)
+
+    def point(self, estimator) -> tuple[dict, dict]:
+        """(all the estimator's hyperparameters, the method point its record is named by)."""
+        hyper = estimator_params(estimator)
+        point = {"target": self.method.estimator._target_, "variant": self.method.variant}
+        return hyper, {**point, "params": named_by(estimator, hyper)}
+
+    def finished(self, point: dict) -> tuple[tuple[Path, object] | None, bool]:
+        """(path, record) of the point's finished record, or of its successful twin on the other
+        device (unless force=true, and unless the limit that stopped it was raised), and whether
+        that record was fitted on other data (stale)."""
+        if self.cfg.force:
+            return None, False
+        twins = [*map(self.record_of, _on_other_device(point))]
+        found = _finished_point(self.record_of(point), twins, self.cfg.get("retry_failed", False))
+        limit = self.method.get("max_samples")
+        if found and _limit_raised(found[1].iloc[0], len(self.data.y), limit, self.timeout):
+            found = None
+        return found, found is not None and _data_changed(found[1], self.data.digest)
+
+
+def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
+    """Every check of one job's settings, then its data (``load``: :func:`load_dataset` unless
+    given a caching stand-in); None for a seed the method does not run at (``method_seeds``)."""
     seed = cfg.seed
     if not (is_int(seed) and seed >= 0):
         raise UserError(f"seed must be an integer ≥ 0, got {seed!r}")
-    if not isinstance(cfg.force, bool):
-        raise UserError(f"force must be true or false, got {cfg.force!r}")
+    for setting in ("force", "retry_failed"):
+        if not isinstance(cfg.get(setting, False), bool):
+            raise UserError(f"{setting} must be true or false, got {cfg.get(setting)!r}")
     check_required_keys(cfg)
     check_method_keys(cfg)
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and seed not in seeds:
-        return []  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
+        return None  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
     # Checked before the dataset loads, which may take minutes.
     check_device(cfg.device)
     if cfg.device == "cuda":
@@ -412,20 +460,42 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     check_metric_suite(cfg.metrics)
     threads = check_threads(cfg.get("threads"))
     dataset_cfg = dataset_config(cfg)
-    data = load_dataset(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
+    data = (load or load_dataset)(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
     method = method_config(cfg)
     timeout = fit_timeout(cfg.get("timeout_s"), method.name)
-    results_dir = Path(cfg.results_dir)
-    job = job_identity(cfg, experiment, dataset_cfg)
+    identity = job_identity(cfg, experiment, dataset_cfg)
+    return Job(cfg, experiment, data, method, identity, threads, timeout)
 
-    def record_of(method_point: dict) -> Path:
-        key = config_hash({**job, "method": method_point})
-        return record_path(results_dir, cfg.profile.name, experiment, data.name, method.name, key)
 
-    def fit_hash_of(method_point: dict) -> str:
-        # The hash of a fit whatever scores it: the point under another metric suite shares it.
-        return config_hash({**{k: v for k, v in job.items() if k != "metrics"}, "method": method_point})
+def recorded_outcomes(cfg: DictConfig, experiment: str, load=None) -> list[tuple] | None:
+    """(status, True, record) of every grid point of the job when each is done as :func:`run_job`
+    would find it (a record under today's names, of this data, under limits that still hold);
+    None when any point would be fitted, rescored or have its record completed. What lets a
+    finished sweep resume in seconds: its jobs need not be composed and launched one by one."""
+    job = prepare_job(cfg, experiment, load)
+    if job is None:
+        return []
+    outcomes = []
+    for params in method_grid(cfg):
+        _, point = job.point(job.estimator(params))
+        found, stale = job.finished(point)
+        if found is None or stale or (found[0] == job.record_of(point) and not _knows_its_fit(found[1])):
+            return None
+        status = found[1]["status"].iloc[0]
+        outcomes.append(("cached" if status == "ok" else status, True, found[0]))
+    return outcomes
 
+
+def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[PointResult]:
+    """Run every grid point of one (dataset, method, seed) job; return what each point did.
+
+    ``report`` (optional) is called with each point's result as soon as it is known.
+    """
+    job = prepare_job(cfg, experiment)
+    if job is None:
+        return []
+    seed, data, method, timeout = cfg.seed, job.data, job.method, job.timeout
+    record_of, fit_hash_of = job.record_of, job.fit_hash_of
     outcomes = []
     same_fit = None  # the folder's records by what they fitted, read when a point needs it
     # A fit's stored labels can stand for it unless a metric of the suite reads the fitted
@@ -439,30 +509,22 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     # rather than keeping these: a list would hold every fitted one, and its attributes (spectral's
     # n x n affinity matrix), until the job ends.
     for params in grid:
-        check_point(build_estimator(method, params, data, seed, cfg.device), method.name, data)
+        check_point(job.estimator(params), method.name, data)
     # Set once for the job: entering the limit costs ~5 ms, a sweep of small fits has thousands.
-    with limit_threads(threads):
+    with limit_threads(job.threads):
         for params in tqdm(grid, desc=f"{data.name}/{method.name}", disable=None if len(grid) > 1 else True):
-            estimator = build_estimator(method, params, data, seed, cfg.device)
-            hyper = estimator_params(estimator)
-            point = {
-                "target": method.estimator._target_,
-                "variant": method.variant,
-                "params": named_by(estimator, hyper),
-            }
+            estimator = job.estimator(params)
+            hyper, point = job.point(estimator)
             path = record_of(point)
             key = path.stem
             # A record of the point (or its twin) written under the former, type-sensitive hash takes
             # its new name first, so the lookup below finds it.
             for each in (point, *_on_other_device(point)):
-                adopt_typed_record(record_of(each), typed_hash({**job, "method": each}))
+                adopt_typed_record(record_of(each), typed_hash({**job.identity, "method": each}))
             # The point fitted on the other device counts as done: a sweep moved between a CPU and a
             # GPU machine resumes instead of fitting it twice (its record says where it ran).
-            found = None if cfg.force else _finished_point(path, [*map(record_of, _on_other_device(point))])
-            if found and _limit_raised(found[1].iloc[0], len(data.y), method.get("max_samples"), timeout):
-                found = None
+            found, stale = job.finished(point)
             fit = fit_hash_of(point)
-            stale = found is not None and _data_changed(found[1], data.digest)
             same_data: list[Path] = []
             if found and not stale:
                 if found[0] == path and not _knows_its_fit(found[1]):  # a record of earlier code
@@ -516,11 +578,10 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             write_record(
                 path, _rows(base, outcome.scores, cfg.metrics, status, outcome.error), labels=outcome.labels
             )
-            if outcome.status == "failed":
-                mark_failure(path)
             outcomes.append(outcome)
             if report:
                 report(outcome)
+    note_outcomes((outcome.status, outcome.earlier, outcome.path) for outcome in outcomes)
     return outcomes
 
 
@@ -623,10 +684,11 @@ def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
     return PointResult(params, "failed", error=f"{culprit}: {type(exc).__name__}: {exc}{where}")
 
 
-def _finished_point(path: Path, twins: list[Path]):
-    """(path, record) of the point's finished record, or of a fit that succeeded on the other
-    device (a skip or timeout there says nothing about this device), or None."""
-    record = finished_record(path)
+def _finished_point(path: Path, twins: list[Path], retry_failed: bool):
+    """(path, record) of the point's finished record (a failed one too, unless ``retry_failed``),
+    or of a fit that succeeded on the other device (a skip, timeout or failure there says nothing
+    about this device), or None."""
+    record = finished_record(path, retry_failed)
     if record is not None:
         return path, record
     for twin in twins:
@@ -719,10 +781,11 @@ def _rescore(stored: tuple[np.ndarray, float], metrics: DictConfig, data: Datase
 
 def _cached(params: dict, frame, path: Path) -> PointResult:
     first = frame.iloc[0]
-    if first["status"] != "ok":  # skipped or timed out under the same limit (force=true retries)
-        return PointResult(params, str(first["status"]), error=str(first["error"]), path=path)
+    if first["status"] != "ok":  # failed, or skipped or timed out under the same limit
+        return PointResult(params, str(first["status"]), error=str(first["error"]), path=path, earlier=True)
     scores = dict(zip(frame["metric"], frame["value"], strict=True))
-    return PointResult(params, "cached", scores=scores, fit_seconds=float(first["fit_seconds"]), path=path)
+    seconds = float(first["fit_seconds"])
+    return PointResult(params, "cached", scores=scores, fit_seconds=seconds, path=path, earlier=True)
 
 
 SUMMARY_METRICS = ("sc", "nmi", "ari", "acc")
@@ -745,7 +808,11 @@ def summary_line(
     grid = " ".join(f"{k}={v}" for k, v in shown.items())
     head = f"{dataset}  {method}  seed={seed}" + (f"  {grid}" if grid else "")
     if outcome.status in {"failed", "skipped", "timeout"}:
-        return f"{head} | {outcome.status.upper()}: {outcome.error}"
+        again = {"failed": "retry_failed=true", "skipped": "a larger method.max_samples"}.get(
+            outcome.status, "a larger timeout_s"
+        )
+        earlier = f" (recorded earlier; {again} or force=true runs it again)" if outcome.earlier else ""
+        return f"{head} | {outcome.status.upper()}: {outcome.error}{earlier}"
     shown = "  ".join(
         f"{name.upper()} {value:.4f}" for name, value in outcome.scores.items() if name in SUMMARY_METRICS
     )

@@ -15,6 +15,8 @@ the population std (ddof = 0), as in the tables; a row of one run has none.
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +182,30 @@ def _profiles_holding(results_dir: Path, experiments: list[str]) -> list[str]:
         for profile in profiles
         if any(next((profile / experiment).rglob("*.csv"), None) for experiment in experiments)
     ]
+
+
+def run_summary(entries: list[tuple[str, bool, Path | None]], table: bool) -> str:
+    """What a ``clusterbench run`` did, from its journal (:func:`clusterbench.results.read_journal`):
+    its points counted by what happened to them, the folder of their records and, with ``table``
+    (a sweep, or a job of several points), :func:`format_summary` of those records."""
+    from clusterbench.results import read_records
+
+    counts = Counter("cached" if status == "cached" else status for status, _, _ in entries)
+    earlier = Counter(status for status, was, _ in entries if was and status != "cached")
+    words = {"ok": "fitted", "rescored": "rescored from stored labels", "timeout": "timed out"}
+    parts = []
+    for status in ("ok", "rescored", "cached", "failed", "skipped", "timeout"):
+        if counts[status]:
+            again = f" ({earlier[status]} recorded earlier)" if earlier[status] else ""
+            parts.append(f"{counts[status]} {words.get(status, status)}{again}")
+    records = [record for _, _, record in entries if record is not None]
+    where = Path(os.path.commonpath(records)) if records else None
+    if where is not None and where.suffix == ".csv":
+        where = where.parent
+    lines = [
+        f"{len(entries)} point(s): {', '.join(parts) or 'none'}"
+        + (f"; records under {where}" if where is not None else "")
+    ]
+    if table and records:
+        lines += ["", format_summary(summarize(read_records(sorted(set(records)))))]
+    return "\n".join(lines)

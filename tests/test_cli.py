@@ -59,7 +59,10 @@ def test_run_prints_a_summary_line_and_writes_the_record(tmp_path):
     assert recorded["sc"] == pytest.approx(0.374, abs=0.01)
 
     again = run_cli("run", "method=kmeans", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path}")
-    assert again.returncode == 0 and again.stdout.strip().splitlines()[-1].endswith("(cached)")
+    assert again.returncode == 0 and SUMMARY.search(again.stdout.replace(" (cached)", ""))
+    assert again.stdout.strip().splitlines()[-1] == (
+        f"1 point(s): 1 cached; records under {tmp_path / 'runs' / 'smoke' / 'adhoc' / 'zoo' / 'kmeans'}"
+    )
     assert len(record_files(tmp_path)) == 1
 
 
@@ -460,7 +463,7 @@ def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
     os.utime(failed, (future, future))  # as if written during the next run
     mine = run_cli("run", "dataset=iris", "method=kmeans", "profile=smoke", f"results_dir={tmp_path}")
     assert mine.returncode == 0, (mine.stdout, mine.stderr)
-    assert not list((tmp_path / "runs" / ".failed").glob("*"))  # each run clears its markers
+    assert not list((tmp_path / "runs" / ".journal").glob("*"))  # each run clears its journal
 
 
 def test_a_results_dir_only_hydra_resolves_still_counts_failures(tmp_path):
@@ -498,6 +501,7 @@ def test_ctrl_c_during_a_command_exits_130_with_one_line(monkeypatch, capsys):
 def test_ctrl_c_while_the_command_line_imports_exits_130_with_one_line(monkeypatch, capsys):
     """The script's entry point imports the CLI (Hydra, pandas, scikit-learn) inside its guard."""
     import clusterbench.__main__
+    import clusterbench.cli  # noqa: F401  (imported, so that the test can take it away)
 
     class InterruptCliImport(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):

@@ -238,7 +238,7 @@ def test_load_records_reads_every_record_with_types(tmp_path):
     assert empty.empty and list(empty.columns) == COLUMNS
 
 
-def test_finished_record_is_none_for_failed_and_missing_records(tmp_path):
+def test_finished_record_is_none_for_missing_records_and_failed_ones_to_retry(tmp_path):
     ok = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "ok")
     failed = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "failed")
     skipped = record_path(tmp_path, "smoke", "adhoc", "zoo", "kmeans", "skipped")
@@ -246,7 +246,9 @@ def test_finished_record_is_none_for_failed_and_missing_records(tmp_path):
     write_record(failed, rows(status="failed"))
     write_record(skipped, rows(status="skipped"))
     assert set(finished_record(ok)["status"]) == {"ok"}
-    assert finished_record(failed) is None  # failed jobs are retried
+    assert set(finished_record(failed)["status"]) == {"failed"}  # kept: a rerun would fail again
+    assert finished_record(failed, retry_failed=True) is None
+    assert set(finished_record(ok, retry_failed=True)["status"]) == {"ok"}
     assert set(finished_record(skipped)["status"]) == {"skipped"}  # a decision, not an accident
     assert finished_record(tmp_path / "absent.csv") is None
 

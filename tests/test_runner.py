@@ -156,7 +156,7 @@ def test_a_typed_record_from_the_other_device_is_renamed_and_reused(tmp_path, mo
     assert record_files(tmp_path) == [cuda.path] and cuda.path != cpu.path
 
 
-def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path, monkeypatch):
+def test_an_estimator_that_raises_writes_a_failed_record_kept_until_retry_failed(tmp_path, monkeypatch):
     monkeypatch.setattr(Exploding, "fits", 0)
     cfg = iris(tmp_path, "method.estimator._target_=tests.helpers.Exploding")
     (outcome,) = run_job(cfg)
@@ -169,10 +169,19 @@ def test_an_estimator_that_raises_writes_a_failed_record_and_is_retried(tmp_path
     assert row["status"] == "failed" and row["value"] == "" and row["metric"] == ""
     assert "boom in fit" in row["error"]
     assert math.isnan(read_record(outcome.path)["value"].iloc[0])
-    assert finished_record(outcome.path) is None
+    assert finished_record(outcome.path, retry_failed=True) is None
+    written = outcome.path.read_bytes()
 
-    (again,) = run_job(cfg)  # failed points are not cached
-    assert again.status == "failed" and Exploding.fits == 2
+    # A failure is recorded once: a rerun reports it without fitting or rewriting its record.
+    (again,) = run_job(cfg)
+    assert again.status == "failed" and again.earlier and Exploding.fits == 1
+    assert "boom in fit" in again.error and outcome.path.read_bytes() == written
+    assert "recorded earlier; retry_failed=true" in summary_line("iris", "kmeans", 0, again)
+
+    with open_dict(cfg):
+        cfg.retry_failed = True
+    (retried,) = run_job(cfg)  # fitted again, and failed again
+    assert retried.status == "failed" and not retried.earlier and Exploding.fits == 2
     assert record_files(tmp_path) == [outcome.path]
 
 
