@@ -501,7 +501,7 @@ def test_ctrl_c_during_a_command_exits_130_with_one_line(monkeypatch, capsys):
 def test_ctrl_c_while_the_command_line_imports_exits_130_with_one_line(monkeypatch, capsys):
     """The script's entry point imports the CLI (Hydra, pandas, scikit-learn) inside its guard."""
     import clusterbench.__main__
-    import clusterbench.cli  # noqa: F401  (imported, so that the test can take it away)
+    import clusterbench.cli  # imported, so that the test can take it away
 
     class InterruptCliImport(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
