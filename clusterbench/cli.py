@@ -16,8 +16,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from hydra.utils import to_absolute_path
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from clusterbench.catalog import CONF_DIR, load_option, options
@@ -48,17 +47,9 @@ commands:
 # resolve a relative config_path as a package.
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def hydra_job(cfg: DictConfig) -> None:
-    from clusterbench.runner import method_label, run_job, summary_line
+    from clusterbench.runner import job_settings, method_label, run_job, summary_line
 
-    choices = HydraConfig.get().runtime.choices
-    experiment = choices.get("experiment")
-    experiment = experiment if experiment not in (None, "null") else "adhoc"
-    with open_dict(cfg):
-        cfg.results_dir = to_absolute_path(cfg.results_dir)
-        # A dataset or method file may leave out its name (its file's) and a method its variant.
-        for group in ("dataset", "method"):
-            cfg[group].setdefault("name", choices[group])
-        cfg.method.setdefault("variant", "default")
+    experiment = job_settings(cfg, HydraConfig.get().runtime.choices)
 
     # Hyperparameters set on the command line (a sweep of method.estimator.tol=1e-3,1e-4, say):
     # each job's line names them beside its grid point, or a sweep's lines read alike.

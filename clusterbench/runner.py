@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
@@ -388,6 +388,21 @@ def job_identity(cfg: DictConfig, experiment: str, dataset_cfg: DictConfig) -> d
         "seed": cfg.seed,
         "metrics": OmegaConf.to_container(cfg.metrics, resolve=True),
     }
+
+
+def job_settings(cfg: DictConfig, choices) -> str:
+    """Complete a composed job config as every job reads it, and return its experiment's name
+    (``adhoc`` for none): ``results_dir`` made absolute, a dataset's or method's name defaulting to
+    its file's (its group choice), a method's variant to ``default``."""
+    from hydra.utils import to_absolute_path
+
+    experiment = choices.get("experiment")
+    with open_dict(cfg):
+        cfg.results_dir = to_absolute_path(cfg.results_dir)
+        for group in ("dataset", "method"):
+            cfg[group].setdefault("name", choices[group])
+        cfg.method.setdefault("variant", "default")
+    return experiment if experiment not in (None, "null") else "adhoc"
 
 
 @dataclass

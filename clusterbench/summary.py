@@ -184,6 +184,10 @@ def _profiles_holding(results_dir: Path, experiments: list[str]) -> list[str]:
     ]
 
 
+# A run's closing table shows this many rows at most; `clusterbench summary` shows them all.
+RUN_SUMMARY_ROWS = 30
+
+
 def run_summary(entries: list[tuple[str, bool, Path | None]], table: bool) -> str:
     """What a ``clusterbench run`` did, from its journal (:func:`clusterbench.results.read_journal`):
     its points counted by what happened to them, the folder of their records and, with ``table``
@@ -207,5 +211,14 @@ def run_summary(entries: list[tuple[str, bool, Path | None]], table: bool) -> st
         + (f"; records under {where}" if where is not None else "")
     ]
     if table and records:
-        lines += ["", format_summary(summarize(read_records(sorted(set(records)))))]
+        frame = read_records(sorted(set(records)))
+        summary = summarize(frame)
+        lines += ["", format_summary(summary.head(RUN_SUMMARY_ROWS))]
+        if len(summary) > RUN_SUMMARY_ROWS:
+            experiments = " ".join(dict.fromkeys(frame["experiment"]))
+            profile = frame["profile"].iloc[0]
+            lines.append(
+                f"({len(summary) - RUN_SUMMARY_ROWS} more rows: clusterbench summary {experiments} "
+                f"--profile {profile} --results-dir {records[0].parents[5]})"
+            )
     return "\n".join(lines)
