@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from clusterbench.catalog import options
 from clusterbench.cli import main
-from clusterbench.report import DOCS, write_report
+from clusterbench.report import DOCS, PAPERS, status_share, write_report
 from clusterbench.tables import table_spec
 from tests.helpers import REPO
 
@@ -189,8 +189,8 @@ def test_the_status_of_a_paper_counts_its_tables_cells_and_share_within_002(synt
     not_available = len(spec.columns)  # the GCM row
     not_implemented = len(spec.rows) - 1  # DCEC but on GCM
     not_run = len(spec.rows) * len(spec.columns) - 4 - not_available - not_implemented - 1
-    tables, compared, within = f"1 of {clam_tables}", 4, "2 (50%)"
-    assert counts == list(map(str, [tables, compared, within, not_available, not_implemented, not_run, 1]))
+    tables, within = f"1 of {clam_tables}", "2 of 4 (50%)"
+    assert counts == list(map(str, [tables, within, not_available, not_implemented, not_run, 1]))
     assert re.search(r'<tr><th scope="row"><a href="#prcut">.*?not yet implemented</td></tr>', text)
 
 
@@ -201,3 +201,14 @@ def test_a_missing_tables_folder_exits_2_in_one_line_naming_the_fix(tmp_path, ca
     assert error[0].startswith("clusterbench: error: no tables under ")
     assert "clusterbench table --all" in error[0]
     assert not (tmp_path / "index.html").exists()
+
+
+def test_the_readme_status_shares_are_the_committed_tables_counted_as_the_report_counts():
+    """The README's "cells within 0.02" column is :func:`status_share` of the committed tables."""
+    readme = (RESULTS.parent / "README.md").read_text(encoding="utf-8")
+    for paper in PAPERS:
+        if not paper.counted:
+            continue
+        within, cells = status_share(paper, RESULTS / "tables" / PROFILE)
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {paper.title} "))
+        assert f"| {within} of {cells} ({within / cells:.0%}) |" in row, (paper.title, row)
