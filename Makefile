@@ -8,7 +8,16 @@ JOBS ?= 1
 EXPERIMENTS ?= clam_baselines clam_table1 clam_table10 kr_table2 kr_restart_odds kcprime_tableS1
 RESULTS ?= results
 
-.PHONY: install test lint tables figures report
+.PHONY: help install test lint tables figures report
+
+# A bare `make` lists the targets instead of installing anything.
+help:
+	@echo "make install                      torch 2.13 (CPU) first, then clusterbench and its dev tools (-e)"
+	@echo "make test                         the test suite, one worker per core (~5 min on 2 cores)"
+	@echo "make lint                         ruff check and ruff format --check"
+	@echo "make tables PROFILE=smoke|paper   run EXPERIMENTS (JOBS=N at once), then build every table"
+	@echo "make figures [QUICK=1]            the papers' figures (QUICK=1: into results/figures/quick)"
+	@echo "make report                       results/report/index.html: every table, figure, benchmark"
 
 install:
 	$(PYTHON) -m pip install torch==2.13.0
