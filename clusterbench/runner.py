@@ -42,6 +42,7 @@ from clusterbench.results import (
     note_outcomes,
     read_labels,
     read_record,
+    read_records,
     record_path,
     records_by_fit,
     typed_hash,
@@ -583,7 +584,8 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             if stored is not None:
                 outcome = _rescore(stored, cfg.metrics, data, seed, params)
             else:
-                outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
+                with fit_progress(path.parent, f"{data.name}/{method.name} seed={seed}"):
+                    outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
                 if stale:
                     outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
             outcome.path, outcome.hyperparameters = path, hyper
@@ -598,6 +600,55 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
                 report(outcome)
     note_outcomes((outcome.status, outcome.earlier, outcome.path) for outcome in outcomes)
     return outcomes
+
+
+# A fit shows a progress bar once it has run this long (seconds): short fits stay one line each.
+PROGRESS_AFTER = 5.0
+
+
+@contextlib.contextmanager
+def fit_progress(folder: Path, label: str, after: float = PROGRESS_AFTER):
+    """Within the block (one fit), a bar of the seconds it has run once it runs past ``after``,
+    its total the median fit time of the records in ``folder`` (the same method on the same
+    dataset: other seeds and grid points), so the bar's estimate says how long is left; without
+    such records, the seconds alone. Shown on a terminal only (tqdm's ``disable=None``); the
+    bar's thread reads the records only when a fit is slow, and is gone when the block ends."""
+    done = threading.Event()
+
+    def show() -> None:
+        if done.wait(after):
+            return
+        expected = expected_seconds(folder)
+        with tqdm(
+            total=round(expected) if expected else None,
+            initial=round(after),
+            desc=label,
+            unit="s",
+            disable=None,
+            leave=False,
+        ) as bar:
+            while not done.wait(1.0):
+                if bar.total is not None and bar.n + 1 > bar.total:
+                    bar.total = bar.n + 1  # slower than its peers: the estimate grows with it
+                bar.update(1)
+
+    thread = threading.Thread(target=show, name="fit-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+def expected_seconds(folder: Path) -> float | None:
+    """The median ``fit_seconds`` of the successful records in ``folder``; None without any."""
+    try:
+        records = read_records(sorted(folder.glob("*.csv")))
+    except (OSError, ValueError):  # a record being written meanwhile: no estimate this time
+        return None
+    seconds = records.loc[records["status"] == "ok"].drop_duplicates("config_hash")["fit_seconds"].dropna()
+    return float(seconds.median()) if len(seconds) else None
 
 
 class FitTimeout(Exception):
