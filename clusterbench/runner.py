@@ -48,7 +48,7 @@ from clusterbench.results import (
     typed_hash,
     write_record,
 )
-from clusterbench.validation import check_device, is_int, is_real, resolve_device
+from clusterbench.validation import check_device, is_int, is_real, resolve_device, torch_threads
 
 # The devices a fit resolves to (device=auto becomes one of them).
 DEVICES_RUN = ("cpu", "cuda")
@@ -105,8 +105,12 @@ def method_grid(cfg: DictConfig) -> list[dict]:
         raise UserError(f"grids.{cfg.method.name}: {first_line(exc)}") from None
 
 
-def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, device: str):
-    """Instantiate the estimator with grid ``params``, the dataset's k, the seed and the device.
+def build_estimator(
+    method: DictConfig, params: dict, data: Dataset, seed: int, device: str, threads: int | None = 1
+):
+    """Instantiate the estimator with grid ``params``, the dataset's k, the seed, the device and
+    the job's ``threads`` (as ``n_threads``, None: torch's default), each where the estimator
+    takes it and neither the method config nor the grid sets it.
 
     ``device`` (auto|cpu|cuda) is resolved only for estimators that take one, so CPU-only
     baselines never import torch. Unknown hyperparameter names are a user error naming the valid ones.
@@ -129,7 +133,8 @@ def build_estimator(method: DictConfig, params: dict, data: Dataset, seed: int, 
             f"method '{method.name}' has no hyperparameter {', '.join(map(repr, unknown))}; "
             f"its hyperparameters are: {', '.join(sorted(accepted))}"
         )
-    injected = {"n_clusters": data.n_clusters, "random_state": seed}
+    # An estimator's n_threads overrides limit_threads' torch count during its fit: it gets the job's.
+    injected = {"n_clusters": data.n_clusters, "random_state": seed, "n_threads": threads}
     if "device" in accepted and "device" not in given:
         injected["device"] = resolve_device(device)
     extra = {k: v for k, v in injected.items() if k in accepted and k not in given}
@@ -356,7 +361,9 @@ def fit_timeout(timeout_s, method_name: str) -> float | None:
 def limit_threads(threads: int | None):
     """Within the block, fits and metrics get ``threads`` CPU threads: torch's (if the estimator's
     module has loaded torch at all), and the BLAS and OpenMP pools of NumPy and scikit-learn
-    (threadpoolctl). None leaves every library at its default, one thread per core.
+    (threadpoolctl); each count is restored after it. None leaves every library at its default,
+    one thread per core. A torch estimator's own ``n_threads`` holds during its fit
+    (:func:`build_estimator` gives it ``threads``).
 
     Why 1 by default: the torch methods run many small kernels; with one thread per core, a
     second busy process on the machine (another job of a joblib sweep, a test run) leaves torch's
@@ -372,10 +379,8 @@ def limit_threads(threads: int | None):
         return
     from threadpoolctl import threadpool_limits
 
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(threads)
-    with threadpool_limits(limits=threads):
+    torch_limit = torch_threads(threads) if "torch" in sys.modules else contextlib.nullcontext()
+    with torch_limit, threadpool_limits(limits=threads):
         yield
 
 
@@ -432,7 +437,7 @@ class Job:
         return config_hash({**identity, "method": method_point})
 
     def estimator(self, params: dict):
-        return build_estimator(self.method, params, self.data, self.cfg.seed, self.cfg.device)
+        return build_estimator(self.method, params, self.data, self.cfg.seed, self.cfg.device, self.threads)
 
     def point(self, estimator) -> tuple[dict, dict]:
         """(all the estimator's hyperparameters, the method point its record is named by)."""

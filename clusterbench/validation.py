@@ -1,7 +1,9 @@
-"""Checks shared by the estimators and the runner: hyperparameter values, the seed and the device."""
+"""Checks shared by the estimators and the runner: hyperparameter values, the seed, the device
+and torch's threads."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from collections.abc import Callable, Iterable
@@ -34,11 +36,29 @@ def check_hyperparameters(estimator, checks: Iterable[tuple[str, Callable, str]]
             raise HyperparameterError(f"{type(estimator).__name__} {name} must be {allowed}, got {value!r}")
 
 
-# The last checks of every torch estimator's list.
+# The last checks of every torch estimator's list (its seed, device and n_threads).
 SEED_AND_DEVICE_CHECKS = (
     ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer ≥ 0"),
     ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
+    ("n_threads", lambda v: v is None or (is_int(v) and v >= 1), "None or an integer ≥ 1"),
 )
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int | None):
+    """Within the block torch runs ``n_threads`` intra-op CPU threads, and the count it had
+    before after it; None leaves torch's count as it is (by default one per core)."""
+    if n_threads is None:
+        yield
+        return
+    import torch  # only here: validation is imported by the runner, which CPU-only jobs use too
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def check_enough_points(estimator, n_points: int, n_centroids: int | None = None) -> None:

@@ -60,8 +60,8 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
 
     def ours(c_prime):
         return lambda iterations: KMeansCPrime(
-            k, c_prime=c_prime, init=start, max_iter=iterations, tol=0.0, device="cpu"
-        ).fit(X)
+            k, c_prime=c_prime, init=start, max_iter=iterations, tol=0.0, device="cpu", n_threads=None
+        ).fit(X)  # n_threads=None: the threads main() set, as scikit-learn's side gets
 
     low, high = 3, 13
     rows = [

@@ -44,6 +44,7 @@ def khatri_rao(X, h, aggregator, memory_efficient, iterations, start):
         tol=0.0,
         memory_efficient=memory_efficient,
         device="cpu",
+        n_threads=None,  # the threads main() set, as scikit-learn's side gets
     )
     return model.fit(X)
 

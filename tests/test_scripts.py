@@ -19,7 +19,7 @@ from clusterbench.errors import UserError
 from clusterbench.figures import save_figure
 from clusterbench.results import UMASK
 from clusterbench.scripting import output_folder, positive_int
-from tests.helpers import REPO, cli_env, load_script
+from tests.helpers import REPO, cli_env, load_script, require_cached
 
 
 def run_script(name: str, *words: str, data_folder=None) -> subprocess.CompletedProcess:
@@ -50,6 +50,8 @@ def run_script(name: str, *words: str, data_folder=None) -> subprocess.Completed
 def test_a_script_ends_a_user_error_in_one_line_with_exit_status_2(name, words, message, tmp_path):
     """Refused before any work: nothing printed, nothing written (bench_clam's --out is a scratch
     folder, so that a check that let the benchmark run could not write into the checkout)."""
+    if "--sizes" in words:
+        require_cached("fashion_mnist")  # its sizes are checked against the file, which OpenML would fetch
     out = tmp_path / "out"
     result = run_script(
         name,

@@ -271,6 +271,7 @@ def prototype_evolution(
         prototype_snapshots=list(epochs),
         random_state=random_state,
         device=device,
+        n_threads=None,  # the threads the figure script set (--threads)
         **FMNIST_CLAM,
     )
     start = time.perf_counter()
@@ -388,7 +389,7 @@ def toy_comparison(data: Dataset, scale: Scale | None = None, random_state: int 
     scale = FULL if scale is None else scale
     X, y, k = data.X, data.y, data.n_clusters
     kmeans = KMeans(k, n_init=scale.kmeans_n_init, max_iter=1000, random_state=random_state).fit(X)
-    dec = DEC(k, random_state=random_state, device="cpu", **scale.dec_params).fit(X)
+    dec = DEC(k, random_state=random_state, device="cpu", n_threads=None, **scale.dec_params).fit(X)
     fits = []
     for beta in scale.clam_grid["beta"]:
         for lr in scale.clam_grid["lr"]:
@@ -399,6 +400,7 @@ def toy_comparison(data: Dataset, scale: Scale | None = None, random_state: int 
                 lr=lr,
                 random_state=random_state,
                 device="cpu",
+                n_threads=None,
                 **scale.clam_params,
             )
             fits.append(model.fit(X))

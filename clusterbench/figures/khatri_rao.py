@@ -193,7 +193,9 @@ def scaled_blobs(n: int, d: int, centers: int) -> np.ndarray:
 def _model(spec: dict):
     """The estimator a ``spec`` names (see :func:`scalability`); ``sizes`` are the KR set sizes."""
     sizes, method = spec["sizes"], spec["method"]
+    # n_threads=None: the threads this process was given (spec's threads), as k-means gets.
     common = {"n_init": 1, "max_iter": spec["max_iter"], "random_state": 0, "device": "cpu"}
+    common["n_threads"] = None
     if method == "sklearn k-means":
         return KMeans(spec["k"], init="random", n_init=1, max_iter=spec["max_iter"], random_state=0)
     lean = {"tol": spec["tol"], "memory_efficient": spec["memory_efficient"], **common}
@@ -202,7 +204,7 @@ def _model(spec: dict):
     if method == "k-means (h1·h2)":
         return KhatriRaoKMeans(n_sets=1, h=[int(np.prod(sizes))], **lean)
     if method == "naive KR (h1+h2)":
-        return KhatriRaoNaive(h=sizes, n_init=1, max_iter=spec["max_iter"], random_state=0, device="cpu")
+        return KhatriRaoNaive(h=sizes, **{**common, "max_iter": spec["max_iter"]})
     return KhatriRaoKMeans(h=sizes, aggregator=KR_AGGREGATORS[method], **lean)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -49,6 +50,7 @@ from clusterbench.validation import (
     is_real,
     resolve_device,
     restart_seeds,
+    torch_threads,
 )
 
 MASK_VALUES = ("mean", "min", "max")
@@ -239,6 +241,9 @@ class CLAM(ClusterMixin, BaseEstimator):
         kept restart, in ``prototype_snapshots_`` (Fig. 6); None keeps none.
     random_state : int ≥ 0 or None; restart seeds per :func:`restart_seeds`.
     device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
+    n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
+        (one per core). 1 by default: the kernels are small (batches of 8 points), and on a busy
+        machine more threads wait on each other; the harness sets it from its ``threads`` setting.
 
     Attributes
     ----------
@@ -256,6 +261,10 @@ class CLAM(ClusterMixin, BaseEstimator):
     prototype_snapshots_ : {epoch: (k, d) prototypes} for the requested epochs it reached.
     device_ : the device used.
     """
+
+    # Records written before n_threads existed were fitted at the harness's one thread: named
+    # without it (runner.named_by).
+    _params_added_later: ClassVar[dict] = {"n_threads": 1}
 
     def __init__(
         self,
@@ -280,6 +289,7 @@ class CLAM(ClusterMixin, BaseEstimator):
         prototype_snapshots=None,
         random_state=None,
         device="auto",
+        n_threads=1,
     ):
         self.n_clusters = n_clusters
         self.beta = beta
@@ -302,67 +312,70 @@ class CLAM(ClusterMixin, BaseEstimator):
         self.prototype_snapshots = prototype_snapshots
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
 
     def fit(self, X, y=None):
         self._validate_params()
-        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-        self.n_features_in_ = X.shape[1]
-        self.device_ = resolve_device(self.device)
-        self.restart_seeds_ = restart_seeds(self.random_state, self.restarts)
-        data = self._points(X)
-        trained = self._train(data, self.restart_seeds_)
-        if not np.isfinite(trained.losses).any():
-            raise FloatingPointError("CLAM's training loss was not finite in any epoch of any restart")
-        log_weights = trained.log_weights if self.weighted else None
-        if self.restart_selection == "loss":
-            self.restart_scores_ = None
-            kept = int(np.argmin(trained.losses))
-            # only the kept restart's labels are needed
-            one = slice(kept, kept + 1)
-            kept_weights = None if log_weights is None else log_weights[one]
-            labels = self._assign(data, trained.prototypes[one], kept_weights)[0].cpu().numpy()
-        else:
-            every = self._assign(data, trained.prototypes, log_weights).cpu().numpy()
-            # scored on X as given (not the unit-norm points of spherical CLAM): the space the
-            # reported silhouette uses
-            self.restart_scores_ = np.array(
-                [
-                    silhouette(X, found, max_samples=SELECTION_MAX_SAMPLES)
-                    if len(np.unique(found)) > 1
-                    else -1.0
-                    for found in every
-                ]
-            )
-            self.restart_scores_[~np.isfinite(trained.losses)] = -np.inf
-            kept = int(np.argmax(self.restart_scores_))
-            labels = every[kept]
-        self.restart_losses_ = trained.losses
-        self.kept_restart_ = kept
-        self.loss_ = float(trained.losses[kept])
-        self.history_ = np.array(trained.histories[kept])
-        self.n_iter_ = len(trained.histories[kept])
-        self.best_epoch_ = int(trained.best_epochs[kept])
-        self.cluster_centers_ = self._centers(trained.prototypes[kept])
-        self.cluster_weights_ = trained.log_weights[kept].exp().double().cpu().numpy()
-        self.prototype_snapshots_ = {
-            epoch: self._centers(stacked[kept])
-            for epoch, (stacked, ran) in trained.snapshots.items()
-            if ran[kept]
-        }
-        self.labels_ = labels
-        return self
+        with torch_threads(self.n_threads):
+            X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
+            self.n_features_in_ = X.shape[1]
+            self.device_ = resolve_device(self.device)
+            self.restart_seeds_ = restart_seeds(self.random_state, self.restarts)
+            data = self._points(X)
+            trained = self._train(data, self.restart_seeds_)
+            if not np.isfinite(trained.losses).any():
+                raise FloatingPointError("CLAM's training loss was not finite in any epoch of any restart")
+            log_weights = trained.log_weights if self.weighted else None
+            if self.restart_selection == "loss":
+                self.restart_scores_ = None
+                kept = int(np.argmin(trained.losses))
+                # only the kept restart's labels are needed
+                one = slice(kept, kept + 1)
+                kept_weights = None if log_weights is None else log_weights[one]
+                labels = self._assign(data, trained.prototypes[one], kept_weights)[0].cpu().numpy()
+            else:
+                every = self._assign(data, trained.prototypes, log_weights).cpu().numpy()
+                # scored on X as given (not the unit-norm points of spherical CLAM): the space the
+                # reported silhouette uses
+                self.restart_scores_ = np.array(
+                    [
+                        silhouette(X, found, max_samples=SELECTION_MAX_SAMPLES)
+                        if len(np.unique(found)) > 1
+                        else -1.0
+                        for found in every
+                    ]
+                )
+                self.restart_scores_[~np.isfinite(trained.losses)] = -np.inf
+                kept = int(np.argmax(self.restart_scores_))
+                labels = every[kept]
+            self.restart_losses_ = trained.losses
+            self.kept_restart_ = kept
+            self.loss_ = float(trained.losses[kept])
+            self.history_ = np.array(trained.histories[kept])
+            self.n_iter_ = len(trained.histories[kept])
+            self.best_epoch_ = int(trained.best_epochs[kept])
+            self.cluster_centers_ = self._centers(trained.prototypes[kept])
+            self.cluster_weights_ = trained.log_weights[kept].exp().double().cpu().numpy()
+            self.prototype_snapshots_ = {
+                epoch: self._centers(stacked[kept])
+                for epoch, (stacked, ran) in trained.snapshots.items()
+                if ran[kept]
+            }
+            self.labels_ = labels
+            return self
 
     def predict(self, X):
         """Cluster of each point of ``X``: T recursion steps from the point, then the nearest prototype."""
         X = check_predict_input(self, X, "cluster_centers_")
-        centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
-        log_weights = None
-        if self.weighted:
-            log_weights = torch.as_tensor(
-                np.log(self.cluster_weights_), dtype=torch.float32, device=self.device_
-            )
-            log_weights = log_weights.unsqueeze(0)
-        return self._assign(self._points(X), centers.unsqueeze(0), log_weights)[0].cpu().numpy()
+        with torch_threads(self.n_threads):
+            centers = torch.as_tensor(self.cluster_centers_, dtype=torch.float32, device=self.device_)
+            log_weights = None
+            if self.weighted:
+                log_weights = torch.as_tensor(
+                    np.log(self.cluster_weights_), dtype=torch.float32, device=self.device_
+                )
+                log_weights = log_weights.unsqueeze(0)
+            return self._assign(self._points(X), centers.unsqueeze(0), log_weights)[0].cpu().numpy()
 
     def _validate_params(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values.

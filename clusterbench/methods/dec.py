@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -58,6 +59,7 @@ from clusterbench.validation import (
     is_real,
     resolve_device,
     resolve_seed,
+    torch_threads,
 )
 
 INITS = ("kmeans", "random", "gaussian")
@@ -147,6 +149,9 @@ class DEC(ClusterMixin, BaseEstimator):
         previous update (in [0, 1]; 0 never stops early).
     device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
     random_state : int ≥ 0 or None; seeds k-means, the random centroids and the batch order.
+    n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
+        (one per core). 1 by default: the kernels are small (k centroids, batches of 256), and on a
+        busy machine more threads wait on each other; the harness sets it from its ``threads``.
 
     Attributes
     ----------
@@ -160,6 +165,10 @@ class DEC(ClusterMixin, BaseEstimator):
     converged_ : True when training stopped on ``tol``, False when it ran ``max_iter`` iterations.
     device_ : the device used.
     """
+
+    # Records written before n_threads existed were fitted at the harness's one thread: named
+    # without it (runner.named_by).
+    _params_added_later: ClassVar[dict] = {"n_threads": 1}
 
     def __init__(
         self,
@@ -176,6 +185,7 @@ class DEC(ClusterMixin, BaseEstimator):
         tol=1e-3,
         device="auto",
         random_state=None,
+        n_threads=1,
     ):
         self.n_clusters = n_clusters
         self.init = init
@@ -190,74 +200,77 @@ class DEC(ClusterMixin, BaseEstimator):
         self.tol = tol
         self.device = device
         self.random_state = random_state
+        self.n_threads = n_threads
 
     def fit(self, X, y=None):
         self._validate_params()
-        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-        check_enough_points(self, len(X))
-        self.n_features_in_ = X.shape[1]
-        self.device_ = resolve_device(self.device)
-        seed = resolve_seed(self.random_state)
-        generator = torch.Generator(device=self.device_).manual_seed(seed)
-        # Distances are taken from the data's mean: the GEMM identity of squared_distances loses
-        # every digit in float32 far from the origin (uncentred data shifted by 1e4 mislabelled a
-        # fifth of its points). Standardized inputs (CLAM's) have mean 0 and are unchanged.
-        self._data_mean = X.mean(0, dtype=np.float64)
-        data = self._centred(X)
+        with torch_threads(self.n_threads):
+            X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
+            check_enough_points(self, len(X))
+            self.n_features_in_ = X.shape[1]
+            self.device_ = resolve_device(self.device)
+            seed = resolve_seed(self.random_state)
+            generator = torch.Generator(device=self.device_).manual_seed(seed)
+            # Distances are taken from the data's mean: the GEMM identity of squared_distances loses
+            # every digit in float32 far from the origin (uncentred data shifted by 1e4 mislabelled a
+            # fifth of its points). Standardized inputs (CLAM's) have mean 0 and are unchanged.
+            self._data_mean = X.mean(0, dtype=np.float64)
+            data = self._centred(X)
 
-        initial = self._initial_centers(X, data, generator, seed)
-        self.init_centers_ = initial.double().cpu().numpy()
-        centers = self._centred(self.init_centers_).requires_grad_()
-        if self.optimizer == "adam":
-            optimizer = torch.optim.Adam([centers], lr=self.lr)
-        else:
-            optimizer = torch.optim.SGD([centers], lr=self.lr, momentum=self.momentum)
+            initial = self._initial_centers(X, data, generator, seed)
+            self.init_centers_ = initial.double().cpu().numpy()
+            centers = self._centred(self.init_centers_).requires_grad_()
+            if self.optimizer == "adam":
+                optimizer = torch.optim.Adam([centers], lr=self.lr)
+            else:
+                optimizer = torch.optim.SGD([centers], lr=self.lr, momentum=self.momentum)
 
-        n = len(data)
-        labels = self._labels(data, centers.detach())
-        history = {"iteration": [], "kl": [], "changed": []}
-        target = None
-        order = torch.empty(0, dtype=torch.long, device=self.device_)
-        position = n  # start of the next batch in ``order``; n = draw a new permutation
-        self.converged_ = False
-        iteration = 0
-        while iteration < self.max_iter:
-            if iteration % self.update_interval == 0:
-                with torch.no_grad():
-                    log_q = log_soft_assignment(data, centers, self.alpha)
-                    q = log_q.exp()
-                    target = target_distribution(q)
-                    current = q.argmax(1)
-                    changed = float((current != labels).float().mean())
-                    history["iteration"].append(iteration)
-                    history["kl"].append(float(kl_divergence(target, log_q)))
-                    history["changed"].append(changed)
-                    labels = current
-                if iteration > 0 and changed < self.tol:
-                    self.converged_ = True
-                    break
-            if position >= n:
-                order = torch.randperm(n, generator=generator, device=self.device_)
-                position = 0
-            batch = order[position : position + self.batch_size]
-            position += self.batch_size
-            loss = kl_divergence(target[batch], log_soft_assignment(data[batch], centers, self.alpha))
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            iteration += 1
+            n = len(data)
+            labels = self._labels(data, centers.detach())
+            history = {"iteration": [], "kl": [], "changed": []}
+            target = None
+            order = torch.empty(0, dtype=torch.long, device=self.device_)
+            position = n  # start of the next batch in ``order``; n = draw a new permutation
+            self.converged_ = False
+            iteration = 0
+            while iteration < self.max_iter:
+                if iteration % self.update_interval == 0:
+                    with torch.no_grad():
+                        log_q = log_soft_assignment(data, centers, self.alpha)
+                        q = log_q.exp()
+                        target = target_distribution(q)
+                        current = q.argmax(1)
+                        changed = float((current != labels).float().mean())
+                        history["iteration"].append(iteration)
+                        history["kl"].append(float(kl_divergence(target, log_q)))
+                        history["changed"].append(changed)
+                        labels = current
+                    if iteration > 0 and changed < self.tol:
+                        self.converged_ = True
+                        break
+                if position >= n:
+                    order = torch.randperm(n, generator=generator, device=self.device_)
+                    position = 0
+                batch = order[position : position + self.batch_size]
+                position += self.batch_size
+                loss = kl_divergence(target[batch], log_soft_assignment(data[batch], centers, self.alpha))
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                iteration += 1
 
-        final = centers.detach()
-        self.n_iter_ = iteration
-        self.history_ = {key: np.asarray(values) for key, values in history.items()}
-        self.cluster_centers_ = final.double().cpu().numpy() + self._data_mean
-        self.labels_ = self._labels(data, final).cpu().numpy()
-        return self
+            final = centers.detach()
+            self.n_iter_ = iteration
+            self.history_ = {key: np.asarray(values) for key, values in history.items()}
+            self.cluster_centers_ = final.double().cpu().numpy() + self._data_mean
+            self.labels_ = self._labels(data, final).cpu().numpy()
+            return self
 
     def predict(self, X):
         """argmax_j q_ij of each point of ``X`` with the fitted centroids (= the nearest centroid)."""
         X = check_predict_input(self, X, "cluster_centers_")
-        return self._labels(self._centred(X), self._centred(self.cluster_centers_)).cpu().numpy()
+        with torch_threads(self.n_threads):
+            return self._labels(self._centred(X), self._centred(self.cluster_centers_)).cpu().numpy()
 
     def _centred(self, points: np.ndarray) -> torch.Tensor:
         """``points`` less the training data's mean, as float32 on the fitted device."""

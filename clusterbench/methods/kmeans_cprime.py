@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -64,6 +65,7 @@ from clusterbench.validation import (
     is_real,
     resolve_device,
     restart_seeds,
+    torch_threads,
 )
 
 INITS = ("k-means++", "random")
@@ -146,6 +148,10 @@ class _Fits:
 class _TruncatedEM(ClusterMixin, BaseEstimator):
     """Algorithm 3 with the E-step left to subclasses (:meth:`_e_step`); see the module docstring."""
 
+    # Records written before n_threads existed were fitted at the harness's one thread: named
+    # without it (runner.named_by).
+    _params_added_later: ClassVar[dict] = {"n_threads": 1}
+
     def _truncation(self) -> int:
         """C′, the number of clusters each point holds after the E-step."""
         return 1
@@ -171,42 +177,44 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         check_enough_points(self, n)
         self.n_features_in_ = n_features
         self.device_ = resolve_device(self.device)
-        raw = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
-        offset = raw.mean(0)
-        # The centred points with a column of ones: the scores' per-cluster offset then comes
-        # out of the same matrix product (see _train); ``points`` is a view without it.
-        extended = torch.ones(n, n_features + 1, dtype=torch.float64, device=self.device_)
-        points = extended[:, :n_features]
-        torch.sub(raw, offset, out=points)
-        norms = torch.linalg.vector_norm(points, dim=1).square_()
-        floor = SIGMA2_FLOOR * max(float(norms.mean()) / n_features, torch.finfo(torch.float64).tiny)
-        explicit = not isinstance(self.init, str)
-        self.restart_seeds_ = restart_seeds(self.random_state, 1 if explicit else self.n_init)
-        if explicit:
-            centres = self._explicit_init(points, offset)
-        else:
-            centres = torch.stack([self._seed(points, norms, seed) for seed in self.restart_seeds_])
-        fit = self._train(extended, norms, centres, floor)
-        final_free = np.array([h["free_energy"][-1] for h in fit.history])
-        kept = int(np.argmax(final_free))
-        self.restart_free_energies_ = final_free
-        self.cluster_centers_ = (fit.centres[kept] + offset).cpu().numpy()
-        self.sigma2_ = float(fit.sigma2[kept])
-        self.labels_ = fit.labels[kept].cpu().numpy()
-        self.n_iter_ = int(fit.n_iter[kept])
-        self.history_ = {key: np.array(values) for key, values in fit.history[kept].items()}
-        self.free_energy_ = float(self.history_["free_energy"][-1])
-        self.log_likelihood_ = float(self.history_["log_likelihood"][-1])
-        self.quantization_error_ = float(self.history_["quantization_error"][-1])
-        return self
+        with torch_threads(self.n_threads):
+            raw = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
+            offset = raw.mean(0)
+            # The centred points with a column of ones: the scores' per-cluster offset then comes
+            # out of the same matrix product (see _train); ``points`` is a view without it.
+            extended = torch.ones(n, n_features + 1, dtype=torch.float64, device=self.device_)
+            points = extended[:, :n_features]
+            torch.sub(raw, offset, out=points)
+            norms = torch.linalg.vector_norm(points, dim=1).square_()
+            floor = SIGMA2_FLOOR * max(float(norms.mean()) / n_features, torch.finfo(torch.float64).tiny)
+            explicit = not isinstance(self.init, str)
+            self.restart_seeds_ = restart_seeds(self.random_state, 1 if explicit else self.n_init)
+            if explicit:
+                centres = self._explicit_init(points, offset)
+            else:
+                centres = torch.stack([self._seed(points, norms, seed) for seed in self.restart_seeds_])
+            fit = self._train(extended, norms, centres, floor)
+            final_free = np.array([h["free_energy"][-1] for h in fit.history])
+            kept = int(np.argmax(final_free))
+            self.restart_free_energies_ = final_free
+            self.cluster_centers_ = (fit.centres[kept] + offset).cpu().numpy()
+            self.sigma2_ = float(fit.sigma2[kept])
+            self.labels_ = fit.labels[kept].cpu().numpy()
+            self.n_iter_ = int(fit.n_iter[kept])
+            self.history_ = {key: np.array(values) for key, values in fit.history[kept].items()}
+            self.free_energy_ = float(self.history_["free_energy"][-1])
+            self.log_likelihood_ = float(self.history_["log_likelihood"][-1])
+            self.quantization_error_ = float(self.history_["quantization_error"][-1])
+            return self
 
     def predict(self, X) -> np.ndarray:
         """The nearest centre of each row of ``X`` (for C′ ≥ 1, the largest responsibility)."""
         X = check_predict_input(self, X, "cluster_centers_")
-        points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
-        centres = torch.as_tensor(self.cluster_centers_, device=self.device_)[None]
-        offset = points.mean(0)  # centred as in fit: the affinities cancel far from the origin
-        return affinities(points - offset, centres - offset)[0].argmax(0).cpu().numpy()
+        with torch_threads(self.n_threads):
+            points = torch.as_tensor(X, dtype=torch.float64, device=self.device_)
+            centres = torch.as_tensor(self.cluster_centers_, device=self.device_)[None]
+            offset = points.mean(0)  # centred as in fit: the affinities cancel far from the origin
+            return affinities(points - offset, centres - offset)[0].argmax(0).cpu().numpy()
 
     # ------------------------------------------------------------------ checks and seeding
 
@@ -446,6 +454,9 @@ class KMeansCPrime(_TruncatedEM):
         at most this (nats per point) in an iteration.
     random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
+        (one per core). 1 by default: the kernels are small (chunks of 2 MiB), and on a busy
+        machine more threads wait on each other; the harness sets it from its ``threads`` setting.
 
     Attributes
     ----------
@@ -465,6 +476,7 @@ class KMeansCPrime(_TruncatedEM):
         tol: float = 1e-6,
         random_state: int | None = None,
         device: str = "auto",
+        n_threads: int | None = 1,
     ):
         self.n_clusters = n_clusters
         self.c_prime = c_prime
@@ -475,6 +487,7 @@ class KMeansCPrime(_TruncatedEM):
         self.tol = tol
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
 
     def _truncation(self) -> int:
         return self.c_prime
@@ -514,6 +527,7 @@ class IsotropicGMM(KMeansCPrime):
         tol: float = 1e-6,
         random_state: int | None = None,
         device: str = "auto",
+        n_threads: int | None = 1,
     ):
         self.n_clusters = n_clusters
         self.init = init
@@ -523,6 +537,7 @@ class IsotropicGMM(KMeansCPrime):
         self.tol = tol
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
 
     def _truncation(self) -> int:
         return self.n_clusters

@@ -61,6 +61,7 @@ from clusterbench.validation import (
     is_real,
     resolve_device,
     restart_seeds,
+    torch_threads,
 )
 
 AGGREGATORS = ("sum", "product")
@@ -236,7 +237,7 @@ class _Restarts:
 
 class KhatriRaoCentroids:
     """``predict``, ``cluster_centers_`` and the centroid count of an estimator fitted to a
-    Khatri-Rao layout: it has ``n_clusters``, ``h`` and an ``aggregator``, and fit sets
+    Khatri-Rao layout: it has ``n_clusters``, ``h``, an ``aggregator`` and ``n_threads``, and fit sets
     ``protocentroids_`` (one (h_l, d) array per set), ``n_centroids_``, ``n_features_in_`` and
     ``device_``."""
 
@@ -255,19 +256,21 @@ class KhatriRaoCentroids:
     def predict(self, X) -> np.ndarray:
         """The nearest of the aggregated centroids for each row of ``X``."""
         X = check_predict_input(self, X, "protocentroids_")
-        points = torch.as_tensor(X, device=self.device_)
-        protocentroids = [
-            torch.as_tensor(t, device=self.device_, dtype=points.dtype)[None] for t in self.protocentroids_
-        ]
-        labels, _ = assign(
-            points,
-            centred_norms(points),
-            protocentroids,
-            self.aggregator,
-            self.n_centroids_,
-            self.memory_efficient,
-        )
-        return labels[0].cpu().numpy()
+        with torch_threads(self.n_threads):
+            points = torch.as_tensor(X, device=self.device_)
+            protocentroids = [
+                torch.as_tensor(t, device=self.device_, dtype=points.dtype)[None]
+                for t in self.protocentroids_
+            ]
+            labels, _ = assign(
+                points,
+                centred_norms(points),
+                protocentroids,
+                self.aggregator,
+                self.n_centroids_,
+                self.memory_efficient,
+            )
+            return labels[0].cpu().numpy()
 
     @property
     def cluster_centers_(self) -> np.ndarray:
@@ -302,6 +305,9 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         cluster by cluster. Both give the same result up to rounding.
     random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
+    n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
+        (one per core). 1 by default: on the benchmark's datasets the kernels are small, and on a
+        busy machine more threads wait on each other; the harness sets it from its ``threads``.
 
     Attributes
     ----------
@@ -311,8 +317,9 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     n_params_ (stored numbers: Σh·d), cluster_centers_ (the k centroids, built on access).
     """
 
-    # Records written before ``reseed`` existed are named without it (runner.named_by).
-    _params_added_later: ClassVar[dict] = {"reseed": "point"}
+    # Records written before ``reseed`` and ``n_threads`` existed (fitted at the harness's one
+    # thread) are named without them (runner.named_by).
+    _params_added_later: ClassVar[dict] = {"reseed": "point", "n_threads": 1}
 
     def __init__(
         self,
@@ -328,6 +335,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         memory_efficient: bool = False,
         random_state: int | None = None,
         device: str = "auto",
+        n_threads: int | None = 1,
     ):
         self.n_clusters = n_clusters
         self.n_sets = n_sets
@@ -341,6 +349,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         self.memory_efficient = memory_efficient
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
 
     # ------------------------------------------------------------------ public API
 
@@ -350,22 +359,23 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
         check_enough_points(self, len(X), self.n_centroids_)
-        self.device_ = resolve_device(self.device)
-        points = torch.as_tensor(X, device=self.device_)
-        explicit = not isinstance(self.init, str)
-        self.restart_seeds_ = restart_seeds(self.random_state, 1 if explicit else self.n_init)
-        generators = [torch.Generator(device=self.device_).manual_seed(s) for s in self.restart_seeds_]
-        start = self._explicit_init(points) if explicit else self._initial(points, generators)
-        state = self._lloyd(points, start, generators)
-        kept = int(torch.argmin(state.inertia))
-        self.restart_inertias_ = state.inertia.cpu().numpy()
-        self.protocentroids_ = [theta[kept].cpu().numpy() for theta in state.protocentroids]
-        self.labels_ = state.labels[kept].cpu().numpy()
-        self.inertia_ = float(state.inertia[kept])
-        self.n_iter_ = int(state.n_iter[kept])
-        self.inertia_history_ = np.array(state.history[kept])
-        self.n_params_ = sum(self.sizes_) * self.n_features_in_
-        return self
+        with torch_threads(self.n_threads):
+            self.device_ = resolve_device(self.device)
+            points = torch.as_tensor(X, device=self.device_)
+            explicit = not isinstance(self.init, str)
+            self.restart_seeds_ = restart_seeds(self.random_state, 1 if explicit else self.n_init)
+            generators = [torch.Generator(device=self.device_).manual_seed(s) for s in self.restart_seeds_]
+            start = self._explicit_init(points) if explicit else self._initial(points, generators)
+            state = self._lloyd(points, start, generators)
+            kept = int(torch.argmin(state.inertia))
+            self.restart_inertias_ = state.inertia.cpu().numpy()
+            self.protocentroids_ = [theta[kept].cpu().numpy() for theta in state.protocentroids]
+            self.labels_ = state.labels[kept].cpu().numpy()
+            self.inertia_ = float(state.inertia[kept])
+            self.n_iter_ = int(state.n_iter[kept])
+            self.inertia_history_ = np.array(state.history[kept])
+            self.n_params_ = sum(self.sizes_) * self.n_features_in_
+            return self
 
     # ------------------------------------------------------------------ checks
 

@@ -15,6 +15,7 @@ k centroids as the points, each assigned to its own index tuple.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -39,6 +40,7 @@ from clusterbench.validation import (
     is_real,
     resolve_device,
     resolve_seed,
+    torch_threads,
 )
 
 
@@ -53,6 +55,9 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     als_max_iter, als_tol : the least-squares phase (the authors' 5000 and 1e-4).
     random_state : int or None; seeds both phases.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"`` (the least-squares phase and the assignment).
+    n_threads : torch's CPU threads in the least-squares phase and predict (int ≥ 1), or None for
+        torch's default (one per core). 1 by default: its kernels are small (Πh centroids), and on a
+        busy machine more threads wait on each other; the harness sets it from its ``threads``.
 
     Attributes
     ----------
@@ -60,6 +65,10 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     sizes_, kmeans_inertia_ and n_iter_ (phase 1), reconstruction_error_ (phase 2), als_iter_,
     cluster_centers_ (the reconstructed centroids).
     """
+
+    # Records written before n_threads existed were fitted at the harness's one thread: named
+    # without it (runner.named_by).
+    _params_added_later: ClassVar[dict] = {"n_threads": 1}
 
     def __init__(
         self,
@@ -73,6 +82,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         als_tol: float = 1e-4,
         random_state: int | None = None,
         device: str = "auto",
+        n_threads: int | None = 1,
     ):
         self.n_clusters = n_clusters
         self.n_sets = n_sets
@@ -84,6 +94,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         self.als_tol = als_tol
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
 
     def _validate_params(self) -> None:
         """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
@@ -115,18 +126,19 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         ).fit(X)
         self.kmeans_inertia_ = float(kmeans.inertia_)
         self.n_iter_ = int(kmeans.n_iter_)
-        self.device_ = resolve_device(self.device)
-        points = torch.as_tensor(X, device=self.device_)
-        centroids = torch.as_tensor(kmeans.cluster_centers_, dtype=points.dtype, device=self.device_)
-        protocentroids = self._least_squares(centroids, seed)
-        labels, distances = assign(
-            points, centred_norms(points), protocentroids, self.aggregator, self.n_centroids_
-        )
-        self.protocentroids_ = [theta[0].cpu().numpy() for theta in protocentroids]
-        self.labels_ = labels[0].cpu().numpy()
-        self.inertia_ = float(distances.sum())
-        self.n_params_ = sum(self.sizes_) * self.n_features_in_
-        return self
+        with torch_threads(self.n_threads):
+            self.device_ = resolve_device(self.device)
+            points = torch.as_tensor(X, device=self.device_)
+            centroids = torch.as_tensor(kmeans.cluster_centers_, dtype=points.dtype, device=self.device_)
+            protocentroids = self._least_squares(centroids, seed)
+            labels, distances = assign(
+                points, centred_norms(points), protocentroids, self.aggregator, self.n_centroids_
+            )
+            self.protocentroids_ = [theta[0].cpu().numpy() for theta in protocentroids]
+            self.labels_ = labels[0].cpu().numpy()
+            self.inertia_ = float(distances.sum())
+            self.n_params_ = sum(self.sizes_) * self.n_features_in_
+            return self
 
     def _least_squares(self, centroids: torch.Tensor, seed: int) -> list[torch.Tensor]:
         """Alternating closed-form updates of the protocentroids towards the k-means centroids."""

@@ -42,6 +42,7 @@ class LazyKMeans(_TruncatedEM):
         tol: float = 1e-6,
         random_state: int | None = None,
         device: str = "auto",
+        n_threads: int | None = 1,
     ):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -52,6 +53,7 @@ class LazyKMeans(_TruncatedEM):
         self.tol = tol
         self.random_state = random_state
         self.device = device
+        self.n_threads = n_threads
 
     def _extra_checks(self) -> list:
         return [("epsilon", lambda v: is_real(v) and v >= 0, "a number ≥ 0")]
