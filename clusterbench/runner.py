@@ -16,7 +16,7 @@ import time
 import traceback
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,16 +24,23 @@ from pathlib import Path
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
-from sklearn.base import BaseEstimator
 from sklearn.model_selection import ParameterGrid
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import check_source, locate, method_names
+from clusterbench.catalog import check_source, locate
+from clusterbench.checks import (
+    check_method_keys,
+    check_metric_suite,
+    check_point,
+    check_required_keys,
+    check_threads,
+    fit_timeout,
+    metric_options,
+)
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
-from clusterbench.metrics import POINTWISE, call_metric
+from clusterbench.metrics import call_metric
 from clusterbench.results import (
-    COLUMNS,
     adopt_typed_record,
     code_version,
     complete_record,
@@ -48,7 +55,7 @@ from clusterbench.results import (
     typed_hash,
     write_record,
 )
-from clusterbench.validation import check_device, is_int, is_real, resolve_device, torch_threads
+from clusterbench.validation import check_device, is_int, resolve_device, torch_threads
 
 # The devices a fit resolves to (device=auto becomes one of them).
 DEVICES_RUN = ("cpu", "cuda")
@@ -142,66 +149,6 @@ def build_estimator(
     return instantiate(method.estimator, **params, **extra, _convert_="all")
 
 
-# What a dataset or method file must give (its name and a method's variant have defaults).
-REQUIRED_KEYS = {
-    "dataset": ("n_clusters", "source._target_"),
-    "method": ("estimator._target_",),
-}
-
-
-def check_required_keys(cfg: DictConfig) -> None:
-    for group, keys in REQUIRED_KEYS.items():
-        for key in keys:
-            if OmegaConf.select(cfg[group], key) is None:
-                raise UserError(
-                    f"{group} '{cfg[group].get('name')}' gives no {key}; add it to its file in "
-                    f"conf/{group}/ (README: adding a method or dataset)"
-                )
-
-
-def check_point(estimator, method_name: str, data: Dataset) -> None:
-    """Check one grid point's hyperparameter values without fitting it: its number of clusters
-    on this dataset, and the values the estimator's ``_validate_params`` accepts (scikit-learn's
-    hook, which checks them against ``_parameter_constraints``; our estimators implement it)."""
-    check_n_clusters(estimator, data)
-    validate = getattr(type(estimator), "_validate_params", None)
-    if validate is None or (
-        validate is BaseEstimator._validate_params and not hasattr(estimator, "_parameter_constraints")
-    ):
-        return  # nothing to check it by: fit will tell
-    try:
-        estimator._validate_params()
-    except Exception as exc:  # anything but an invalid value (a bug, a check that needs fit): fit will tell
-        if is_invalid_parameter(exc):
-            raise HyperparameterError(f"method '{method_name}': {first_line(exc)}") from None
-
-
-def check_n_clusters(estimator, data: Dataset) -> None:
-    """The clusters a point asks for must number between 2 and the dataset's points: its
-    ``n_clusters``, and, where other hyperparameters decide the count, the count the estimator's
-    ``_clusters_asked()`` gives (a description and the count, or None; the Khatri-Rao set sizes
-    h give Πh centroids)."""
-    n_points = len(data.y)
-    k = getattr(estimator, "n_clusters", None)
-    if k is not None and not (is_int(k) and 2 <= k <= n_points):
-        raise HyperparameterError(
-            f"n_clusters must be an integer between 2 and the number of points ({n_points}) for "
-            f"dataset '{data.name}', got {k!r}"
-        )
-    asked = getattr(estimator, "_clusters_asked", None)
-    counted = asked() if asked else None
-    if counted is not None and not 2 <= counted[1] <= n_points:
-        raise HyperparameterError(
-            f"{counted[0]}; it must lie between 2 and the number of points ({n_points}) for dataset "
-            f"'{data.name}'"
-        )
-
-
-def metric_options(spec: DictConfig) -> dict:
-    """A metric's options from its suite entry (everything but ``_target_``)."""
-    return {k: v for k, v in spec.items() if k != "_target_"}
-
-
 def score(
     metrics: DictConfig, data: Dataset, labels: np.ndarray, seed: int, estimator=None
 ) -> dict[str, float]:
@@ -223,69 +170,6 @@ class MetricError(Exception):
     def __init__(self, name: str):
         super().__init__(name)
         self.name = name
-
-
-# A four-point labeling every metric can score: a probe for invalid option values.
-PROBE = {"X": np.array([[0.0, 0.0], [0.0, 1.0], [5.0, 0.0], [5.0, 1.0]]), "y": np.array([0, 0, 1, 1])}
-
-
-def check_metric_suite(metrics: DictConfig) -> None:
-    """Every metric of the suite can be found, takes the options given, and accepts their values
-    (probed on a four-point labeling): a user error before any fit, not a failure recorded at every
-    grid point after it."""
-    if not metrics:
-        raise UserError(
-            "the metric suite is empty; choose one (e.g. metrics=default, see `clusterbench list`)"
-        )
-    for name, spec in metrics.items():
-        if name in COLUMNS:  # a table puts each metric in a column beside these
-            raise UserError(f"metric '{name}' takes the name of a record column; rename it in the suite")
-        target = spec.get("_target_") if isinstance(spec, Mapping) else None
-        if not target:
-            raise UserError(
-                f"metric '{name}' needs _target_, an importable function (e.g. clusterbench.metrics.nmi)"
-            )
-        try:
-            function = locate(target)
-            signature = inspect.signature(function)
-        except (ImportError, TypeError, ValueError) as exc:  # a typo, not callable
-            raise UserError(
-                f"metric '{name}': _target_ '{target}' is not an importable function ({first_line(exc)}); "
-                "fix the path (e.g. clusterbench.metrics.nmi)"
-            ) from None
-        probe = {**PROBE, "labels": PROBE["y"], "estimator": None, "random_state": 0}
-        given = metric_options(spec)
-        ignore_label = given.get("ignore_label")
-        if ignore_label is not None and not is_int(ignore_label):
-            raise UserError(
-                f"metric '{name}': ignore_label must be one integer label or null, got {ignore_label!r}"
-            )
-        options = {k: v for k, v in given.items() if k != "ignore_label"}
-        parameters = signature.parameters
-        if ignore_label is not None and not set(POINTWISE) & set(parameters):
-            raise UserError(
-                f"metric '{name}' reads no per-point array ({', '.join(POINTWISE)}), only the fitted "
-                "model, so ignore_label cannot apply to it; remove ignore_label from it"
-            )
-        keywords = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        named = [p for p in parameters if parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
-        settable = [p for p in named if p not in probe]  # the runner passes the others by name
-        # **kwargs takes any other option; a name the runner passes would collide
-        unknown = sorted(
-            set(options) & (set(named) - set(settable)) if keywords else set(options) - set(settable)
-        )
-        if unknown:
-            why = " (the runner passes it)" if set(unknown) <= set(probe) else ""
-            also = " and any other keyword (**kwargs)" if keywords else ""
-            raise UserError(
-                f"metric '{name}' has no option {', '.join(map(repr, unknown))}{why}; "
-                f"its options are: {', '.join([*settable, 'ignore_label'])}{also}"
-            )
-        try:
-            call_metric(function, probe, given)
-        except Exception as exc:  # only an invalid value is the user's: other errors show on real data
-            if is_invalid_parameter(exc):
-                raise HyperparameterError(f"metric '{name}': {first_line(exc)}") from None
 
 
 def estimator_params(estimator) -> dict:
@@ -317,44 +201,6 @@ def _rows(base: dict, scores: dict, metrics: DictConfig, status: str, error: str
         }
         for name, value in scores.items()
     ]
-
-
-def check_method_keys(cfg: DictConfig) -> None:
-    """``grids``, ``method_seeds`` and a ``timeout_s`` map are keyed by method name: a key that
-    names no method would be ignored without a word."""
-    for setting in ("grids", "method_seeds", "timeout_s"):
-        value = cfg.get(setting)
-        keys = set(value) - {cfg.method.name} if isinstance(value, Mapping) else set()
-        unknown = sorted(keys - set(method_names())) if keys else []
-        if unknown:
-            known = sorted({cfg.method.name, *method_names()})
-            raise UserError(
-                f"{setting}.{unknown[0]} names no method; keys are the methods' names (their "
-                f"config's name:): {', '.join(known)}"
-            )
-
-
-def check_threads(threads) -> int | None:
-    """``threads`` (config key): an integer ≥ 1, or None for torch's default of one per core."""
-    if threads is not None and not (is_int(threads) and threads >= 1):
-        raise UserError(f"threads must be an integer ≥ 1 or null, got {threads!r}")
-    return threads
-
-
-def fit_timeout(timeout_s, method_name: str) -> float | None:
-    """``timeout_s`` (config key) for one method's fits: seconds, or None for no limit.
-
-    ``timeout_s`` is a number for every fit, or a map ``{method name: seconds}`` that limits only
-    the methods it names: an experiment caps the one method that can hang (spectral's eigensolver)
-    without cutting short the fits that are long by nature (k-means with 1000 restarts on 60k points).
-    """
-    limit = timeout_s.get(method_name) if isinstance(timeout_s, Mapping) else timeout_s
-    if limit is not None and not (is_real(limit) and limit > 0):
-        raise UserError(
-            f"timeout_s for method '{method_name}' must be seconds > 0 or null, got {limit!r} "
-            "(timeout_s: seconds for every method, or a map {method name: seconds})"
-        )
-    return limit
 
 
 @contextlib.contextmanager

@@ -60,7 +60,8 @@ def test_agglomerative_nmi_of_the_best_sc_run_matches_clam_table9(tmp_path, data
 
 def test_the_draws_script_tells_the_paper_s_scikit_learn_version_from_an_earlier_one(capsys):
     """scripts/kr_kmeans_draws.py: Olivetti's k-means cells at seed 42 are the paper's under
-    today's init="random" and not under the draw scikit-learn made before 1.3 (README)."""
+    today's init="random" and not under the draw scikit-learn made before 1.3
+    (docs/reproduction/khatri_rao.md)."""
     require_cached("olivetti")
     draws = load_script("kr_kmeans_draws")
     draws.main(["olivetti"])

@@ -67,7 +67,8 @@ INIT_MEAN, INIT_STD = 0.1, 0.1
 # LR_THRESHOLD (absolute) within LR_PATIENCE epochs, else the learning rate is multiplied by
 # LR_FACTOR. The authors' code compares with the previous epoch's mean instead of the best, on its
 # epoch loss (a sum of batch means over all B·d entries, about n·p/B times ours), so its rate
-# decays less often; README ("Causes of the CTG and Segment misses") gives the measured effect.
+# decays less often; docs/reproduction/clam.md ("Causes of the CTG and Segment misses") gives the
+# measured effect.
 PLATEAU_WINDOW = 10
 LR_FACTOR = 0.8
 LR_PATIENCE = 5
