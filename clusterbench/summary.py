@@ -2,7 +2,7 @@
 set, how many runs ended ok / failed / skipped / timed out, and each metric's mean ± std over the
 runs that finished (over seeds).
 
-Runs are counted as tables count them (:func:`clusterbench.tables.wide_runs`): one fit scored under
+Runs are counted as tables count them (:func:`clusterbench.runs.wide_runs`): one fit scored under
 two metric suites is one run, and a point fitted on both CPU and CUDA is one run.
 
 A row never pools hyperparameter sets: runs that differ in any hyperparameter but the seed
@@ -24,7 +24,7 @@ import pandas as pd
 
 from clusterbench.errors import UserError
 from clusterbench.results import load_records
-from clusterbench.tables import _params_without, wide_runs
+from clusterbench.runs import params_without, wide_runs
 
 # The metrics a summary shows unless told otherwise, in this order (those the records hold).
 HEADLINE_METRICS = ("acc", "nmi", "ari", "sc")
@@ -60,7 +60,7 @@ def summarize(
         columns = [*GROUP, "hyperparameters", "runs", *STATUSES]
         return pd.DataFrame(columns=columns + [f"{m}_{s}" for m in metrics for s in ("mean", "std", "n")])
     runs = wide_runs(records)
-    runs["params"] = runs["params"].map(lambda params: _params_without(params, *NOT_HYPERPARAMETERS))
+    runs["params"] = runs["params"].map(lambda params: params_without(params, *NOT_HYPERPARAMETERS))
     # wide_runs orders runs by experiment, dataset, method, variant, hyperparameters and seed;
     # grouping keeps that order.
     rows = []

@@ -25,7 +25,8 @@ from clusterbench.results import (
     write_record,
 )
 from clusterbench.runner import dataset_config, run_job
-from clusterbench.tables import agreement_cell, build_table, table_spec, wide_runs
+from clusterbench.runs import wide_runs
+from clusterbench.tables import agreement_cell, build_table, table_spec
 from tests.helpers import DATA_FOLDER, Halves, compose_config
 
 

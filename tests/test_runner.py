@@ -33,7 +33,7 @@ from clusterbench.results import (
     typed_hash,
 )
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
-from clusterbench.tables import wide_runs
+from clusterbench.runs import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from clusterbench.errors import UserError
 from clusterbench.results import COLUMNS, load_records, write_record
+from clusterbench.runs import wide_runs
 from clusterbench.tables import (
     FEWER_MARK,
     PARTIAL_MARK,
@@ -26,7 +27,6 @@ from clusterbench.tables import (
     render,
     select,
     table_spec,
-    wide_runs,
     win_loss,
     write_table,
 )
@@ -735,7 +735,7 @@ def test_paper_from_borrows_another_tables_values_for_its_own_cells_only():
 
 
 def test_a_tables_own_paper_values_stand_over_the_borrowed_ones(monkeypatch):
-    import clusterbench.tables as tables
+    import clusterbench.tables.spec as tables
 
     specs = {
         "source": {
@@ -757,7 +757,7 @@ def test_a_tables_own_paper_values_stand_over_the_borrowed_ones(monkeypatch):
 
 
 def test_a_paper_column_fills_only_the_cells_a_spec_leaves_empty(monkeypatch):
-    import clusterbench.tables as tables
+    import clusterbench.tables.spec as tables
 
     columns = {"kmeans": {"method": "kmeans"}, "clam": {"method": "clam"}}
     specs = {
@@ -879,7 +879,7 @@ def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery(
 
 def spec_changed(monkeypatch, name: str, change: dict) -> None:
     """Let table ``name``'s committed spec read as if ``change`` were merged into its file."""
-    import clusterbench.tables as tables
+    import clusterbench.tables.spec as tables
 
     original = tables.load_option
     committed = original("table", name)

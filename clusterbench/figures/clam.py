@@ -42,7 +42,7 @@ from clusterbench.data import Dataset, load_dataset
 from clusterbench.methods import CLAM, DEC
 from clusterbench.methods.clam import MASK_VALUES, am_recursion
 from clusterbench.metrics import ari, nmi, silhouette
-from clusterbench.tables import wide_runs
+from clusterbench.runs import wide_runs
 
 # The figures' β is the authors' code's (exp(−(β/2)‖ρ − x‖²)): eq. 4 gets β·FIGURE_BETA_SCALE.
 FIGURE_BETA_SCALE = 0.5

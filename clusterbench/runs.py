@@ -1,0 +1,99 @@
+"""What one run is, read side: tidy records -> one row per run.
+
+A run is a record file (a method's name and its config hash). A fit scored under several metric
+suites counts once (:func:`_one_run_per_fit`), and so does a point fitted on both CPU and CUDA
+(:func:`_without_device_twins`). Tables, figures and the summary all count runs this way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+
+def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per run (record) with a column per metric, plus its status, params, fit time
+    and where its record lies (experiment, profile)."""
+    # A run is a record file: its method's name and its config hash (which leaves out the name, so
+    # two method configs of the same estimator and hyperparameters share a hash).
+    run = ["method", "config_hash"]
+    keys = ["experiment", "profile", "dataset", "variant", "seed", "params", "status", "error", "fit_seconds"]
+    if "fit_hash" not in records:  # records written before records kept one
+        records = records.assign(fit_hash="")
+    runs = records[run + keys + ["fit_hash", "timestamp"]].drop_duplicates(run).set_index(run)
+    ok = records[records["status"] == "ok"]
+    if not ok.empty:
+        wide = ok.pivot_table(index=run, columns="metric", values="value", aggfunc="first")
+        runs = runs.join(wide)
+    runs = _one_run_per_fit(runs.reset_index(), metrics=list(ok["metric"].unique()))
+    # In an order of what the runs are, not of their hashes: the first of runs tied on a
+    # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
+    runs = _without_device_twins(runs)
+    what = ["experiment", "dataset", "method", "variant", "params", "seed"]
+    keys = [
+        (*names, _params_order(params), seed) for *names, params, seed in runs[what].itertuples(index=False)
+    ]
+    order = sorted(range(len(runs)), key=keys.__getitem__)
+    return runs.iloc[order].reset_index(drop=True)
+
+
+def _params_order(params: str) -> tuple:
+    """A sort key of a run's hyperparameters by name, the device left out (a sweep may run on two
+    machines): numbers by value (3 before 100, NaN after them), lists element by element, other
+    values by their text."""
+    return tuple(
+        (name, _value_key(value)) for name, value in sorted(json.loads(params).items()) if name != "device"
+    )
+
+
+def _value_key(value) -> tuple:
+    # (kind, payload): the kind comes first, so payloads of different types are never compared.
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (1, 0.0) if math.isnan(value) else (0, value)
+    if isinstance(value, list):
+        return (2, tuple(map(_value_key, value)))
+    return (3, json.dumps(value, sort_keys=True))
+
+
+def _one_run_per_fit(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """One run per fit: records of one fit under several metric suites (one ``fit_hash``) count
+    once, as the latest that succeeded (else the latest), with each metric from the latest
+    successful record that holds it."""
+    shared = runs["fit_hash"].fillna("") != ""
+    keys = ["experiment", "profile", "dataset", "method", "fit_hash"]
+    if not runs[shared].duplicated(keys).any():
+        return runs
+    ranked = runs[shared].assign(succeeded=runs["status"] == "ok")
+    ranked = ranked.sort_values(["succeeded", "timestamp"], ascending=False, kind="stable")
+    kept = ranked.drop_duplicates(keys).set_index(keys)
+    succeeded = ranked[ranked["succeeded"]]
+    if metrics and not succeeded.empty:
+        kept.update(succeeded.groupby(keys, sort=False)[metrics].first())  # first non-missing value
+    return pd.concat([runs[~shared], kept.reset_index().drop(columns="succeeded")], ignore_index=True)
+
+
+def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:
+    """A point fitted on both CPU and CUDA (``force=true`` on the other machine) counts once: by
+    its latest successful record (its latest record if none succeeded), as the runner reuses a
+    point fitted on the other device."""
+    keys = ["experiment", "profile", "dataset", "method", "variant", "seed", "point"]
+    frame = runs.assign(
+        point=runs["params"].map(lambda p: params_without(p, "device")),
+        run_device=runs["params"].map(lambda p: json.loads(p).get("device")),
+        succeeded=runs["status"] == "ok",
+    )
+    twins = frame.groupby(keys, sort=False)["run_device"].transform("nunique") > 1
+    kept = (
+        frame[twins].sort_values(["succeeded", "timestamp"], kind="stable").drop_duplicates(keys, keep="last")
+    )
+    return runs.loc[frame.index[~twins].union(kept.index)]
+
+
+def params_without(params: str, *names: str) -> str:
+    """A run's params (JSON text) without the hyperparameters ``names``, keys sorted."""
+    values = json.loads(params)
+    for name in names:
+        values.pop(name, None)
+    return json.dumps(values, sort_keys=True)
