@@ -211,3 +211,18 @@ def test_a_figure_script_run_by_hand_draws_quick_figures_into_their_own_folder(
     with pytest.raises(ChosenFolder) as stop:
         script.main()
     assert stop.value.args[0] == Path(folder)
+
+
+def make_tables(*variables: str) -> str:
+    """What `make -n tables` would run with ``variables``, as text."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "JOBS")}
+    command = ["make", "--no-print-directory", "-n", "tables", *variables]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_make_tables_runs_a_job_per_core_at_smoke_and_one_at_a_time_at_paper():
+    cores = len(os.sched_getaffinity(0))  # what nproc counts
+    smoke = make_tables("PROFILE=smoke")
+    assert (f"hydra.launcher.n_jobs={cores}" in smoke) is (cores > 1)
+    assert "hydra/launcher=joblib" not in make_tables("PROFILE=paper")
+    assert "hydra.launcher.n_jobs=3" in make_tables("PROFILE=paper", "JOBS=3")
