@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted
@@ -24,13 +25,52 @@ def is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_hyperparameters(estimator, checks: Iterable[tuple[str, Callable, str]]) -> None:
+class Constraint(NamedTuple):
+    """What a hyperparameter may be: ``valid(value)`` says whether it is, ``allowed`` says it in
+    the error message (``... must be {allowed}, got ...``)."""
+
+    valid: Callable[[object], bool]
+    allowed: str
+
+
+# The vocabulary the estimators declare their checks in (as scikit-learn's _parameter_constraints).
+POSITIVE_INT = Constraint(lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
+NON_NEGATIVE_INT = Constraint(lambda v: is_int(v) and v >= 0, "an integer ≥ 0")
+POSITIVE_REAL = Constraint(lambda v: is_real(v) and v > 0, "a number > 0")
+NON_NEGATIVE_REAL = Constraint(lambda v: is_real(v) and v >= 0, "a number ≥ 0")
+BOOLEAN = Constraint(lambda v: isinstance(v, bool), "true or false")
+
+_BRACKETS = {"neither": "()", "left": "[)", "right": "(]", "both": "[]"}
+
+
+def one_of(options: Sequence) -> Constraint:
+    """One of ``options`` (compared with ``in``)."""
+    return Constraint(lambda v: v in options, f"one of {', '.join(options)}")
+
+
+def in_interval(low, high, closed: str = "neither", high_name: str | None = None) -> Constraint:
+    """A finite number between ``low`` and ``high``, each end included where ``closed`` says
+    (``neither``, ``left``, ``right`` or ``both``). ``high_name``: the hyperparameter ``high``
+    comes from, named in the message as ``name=high``."""
+    left, right = _BRACKETS[closed]
+    low_ok = (lambda v: low <= v) if left == "[" else (lambda v: low < v)
+    high_ok = (lambda v: v <= high) if right == "]" else (lambda v: v < high)
+    shown = high if high_name is None else f"{high_name}={high}"
+    return Constraint(lambda v: is_real(v) and low_ok(v) and high_ok(v), f"in {left}{low}, {shown}{right}")
+
+
+def optional(constraint: Constraint, none: str = "None") -> Constraint:
+    """None (spelled ``none`` in the message) or what ``constraint`` allows."""
+    return Constraint(lambda v: v is None or constraint.valid(v), f"{none} or {constraint.allowed}")
+
+
+def check_hyperparameters(estimator, checks: Iterable[tuple[str, Constraint]]) -> None:
     """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values.
 
-    ``checks`` holds ``(name, is_valid, allowed)``; they run in order, so a check may rely on the
-    ones before it.
+    ``checks`` holds ``(name, constraint)``; they run in order, so a check may rely on the ones
+    before it.
     """
-    for name, valid, allowed in checks:
+    for name, (valid, allowed) in checks:
         value = getattr(estimator, name)
         if not valid(value):
             raise HyperparameterError(f"{type(estimator).__name__} {name} must be {allowed}, got {value!r}")
@@ -38,10 +78,26 @@ def check_hyperparameters(estimator, checks: Iterable[tuple[str, Callable, str]]
 
 # The last checks of every torch estimator's list (its seed, device and n_threads).
 SEED_AND_DEVICE_CHECKS = (
-    ("random_state", lambda v: v is None or (is_int(v) and v >= 0), "None or an integer ≥ 0"),
-    ("device", lambda v: v in DEVICES, f"one of {', '.join(DEVICES)}"),
-    ("n_threads", lambda v: v is None or (is_int(v) and v >= 1), "None or an integer ≥ 1"),
+    ("random_state", optional(NON_NEGATIVE_INT)),
+    ("device", one_of(DEVICES)),
+    ("n_threads", optional(POSITIVE_INT)),
 )
+
+
+class TorchHyperparameters:
+    """Mixin (before ``BaseEstimator``) of the torch estimators, which declare their checks as
+    data: ``_checks()`` gives the ordered ``(name, constraint)`` entries of the estimator's own
+    hyperparameters (a family extends its base's), and ``_validate_params`` (scikit-learn's hook:
+    fit and the runner's grid check call it) runs them, then :data:`SEED_AND_DEVICE_CHECKS`.
+
+    An entry that depends on another hyperparameter (``min_lr`` ≤ ``lr``) reads it from ``self``
+    and comes after that one's entry, so it sees a valid value."""
+
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        return []
+
+    def _validate_params(self) -> None:
+        check_hyperparameters(self, [*self._checks(), *SEED_AND_DEVICE_CHECKS])
 
 
 @contextlib.contextmanager

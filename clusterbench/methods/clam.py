@@ -43,11 +43,16 @@ from sklearn.utils.validation import check_array
 
 from clusterbench.metrics import silhouette
 from clusterbench.validation import (
-    SEED_AND_DEVICE_CHECKS,
-    check_hyperparameters,
+    BOOLEAN,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    Constraint,
+    TorchHyperparameters,
     check_predict_input,
+    in_interval,
     is_int,
-    is_real,
+    one_of,
+    optional,
     resolve_device,
     restart_seeds,
     torch_threads,
@@ -203,7 +208,7 @@ class TrainedRestarts:
     snapshots: dict[int, tuple[torch.Tensor, np.ndarray]]  # epoch: (prototypes, which restarts ran it)
 
 
-class CLAM(ClusterMixin, BaseEstimator):
+class CLAM(TorchHyperparameters, ClusterMixin, BaseEstimator):
     """CLAM clustering (Saha et al., ICML 2023, Algorithm 1), in torch on CPU or CUDA.
 
     Defaults follow CLAM Tables 5 and 6: ``beta=0.1`` (the median and most frequent of Table 6's
@@ -378,49 +383,37 @@ class CLAM(ClusterMixin, BaseEstimator):
                 log_weights = log_weights.unsqueeze(0)
             return self._assign(self._points(X), centers.unsqueeze(0), log_weights)[0].cpu().numpy()
 
-    def _validate_params(self) -> None:
-        """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values.
-
-        Checked in order, so a check may rely on the ones before it (min_lr on lr, snapshots on epochs).
-        """
-        checks = [
-            ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("beta", lambda v: is_real(v) and v > 0, "a number > 0"),
-            ("beta_scale", lambda v: is_real(v) and v > 0, "a number > 0"),
-            ("steps", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("alpha", lambda v: v is None or (is_real(v) and 0 < v <= 1), "None or in (0, 1]"),
-            ("lr", lambda v: is_real(v) and v > 0, "a number > 0"),
-            ("min_lr", lambda v: is_real(v) and 0 < v <= self.lr, f"in (0, lr={self.lr}]"),
-            ("batch_size", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("epochs", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("restarts", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("mask", lambda v: isinstance(v, bool), "true or false"),
-            ("mask_prob", lambda v: is_real(v) and 0 < v < 1, "in (0, 1)"),
-            ("mask_value", lambda v: v in MASK_VALUES, f"one of {', '.join(MASK_VALUES)}"),
-            ("mask_sampling", lambda v: v in MASK_SAMPLINGS, f"one of {', '.join(MASK_SAMPLINGS)}"),
-            ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
-            (
-                "restart_selection",
-                lambda v: v in RESTART_SELECTIONS,
-                f"one of {', '.join(RESTART_SELECTIONS)}",
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        """In order, so a check may rely on the ones before it (min_lr on lr, snapshots on epochs)."""
+        snapshots = Constraint(
+            lambda v: (
+                isinstance(v, Sequence)
+                and not isinstance(v, str)
+                and all(is_int(e) and 0 <= e <= self.epochs for e in v)
             ),
-            ("weighted", lambda v: isinstance(v, bool), "true or false"),
-            ("spherical", lambda v: isinstance(v, bool), "true or false"),
-            (
-                "prototype_snapshots",
-                lambda v: (
-                    v is None
-                    or (
-                        isinstance(v, Sequence)
-                        and not isinstance(v, str)
-                        and all(is_int(e) and 0 <= e <= self.epochs for e in v)
-                    )
-                ),
-                f"None or a list of epochs in [0, epochs={self.epochs}]",
-            ),
-            *SEED_AND_DEVICE_CHECKS,
+            f"a list of epochs in [0, epochs={self.epochs}]",
+        )
+        return [
+            ("n_clusters", POSITIVE_INT),
+            ("beta", POSITIVE_REAL),
+            ("beta_scale", POSITIVE_REAL),
+            ("steps", POSITIVE_INT),
+            ("alpha", optional(in_interval(0, 1, closed="right"))),
+            ("lr", POSITIVE_REAL),
+            ("min_lr", in_interval(0, self.lr, closed="right", high_name="lr")),
+            ("batch_size", POSITIVE_INT),
+            ("epochs", POSITIVE_INT),
+            ("restarts", POSITIVE_INT),
+            ("mask", BOOLEAN),
+            ("mask_prob", in_interval(0, 1)),
+            ("mask_value", one_of(MASK_VALUES)),
+            ("mask_sampling", one_of(MASK_SAMPLINGS)),
+            ("init", one_of(INITS)),
+            ("restart_selection", one_of(RESTART_SELECTIONS)),
+            ("weighted", BOOLEAN),
+            ("spherical", BOOLEAN),
+            ("prototype_snapshots", optional(snapshots)),
         ]
-        check_hyperparameters(self, checks)
 
     def _points(self, X: np.ndarray) -> torch.Tensor:
         points = torch.as_tensor(X, dtype=torch.float32, device=self.device_)

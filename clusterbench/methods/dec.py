@@ -51,12 +51,14 @@ from sklearn.utils.validation import check_array
 
 from clusterbench.methods.clam import gaussian_prototypes
 from clusterbench.validation import (
-    SEED_AND_DEVICE_CHECKS,
+    POSITIVE_INT,
+    POSITIVE_REAL,
+    Constraint,
+    TorchHyperparameters,
     check_enough_points,
-    check_hyperparameters,
     check_predict_input,
-    is_int,
-    is_real,
+    in_interval,
+    one_of,
     resolve_device,
     resolve_seed,
     torch_threads,
@@ -125,7 +127,7 @@ def kl_divergence(p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     return (torch.xlogy(p, p) - p * log_q).sum(1).mean()
 
 
-class DEC(ClusterMixin, BaseEstimator):
+class DEC(TorchHyperparameters, ClusterMixin, BaseEstimator):
     """DEC soft clustering on the input space (no autoencoder), as CLAM's DEC and DEC^r baselines.
 
     See the module docstring for the procedure, what CLAM changed, and the DEC^r seeding.
@@ -276,23 +278,20 @@ class DEC(ClusterMixin, BaseEstimator):
         """``points`` less the training data's mean, as float32 on the fitted device."""
         return torch.as_tensor(points - self._data_mean, dtype=torch.float32, device=self.device_)
 
-    def _validate_params(self) -> None:
-        """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
-        checks = [
-            ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("init", lambda v: v in INITS, f"one of {', '.join(INITS)}"),
-            ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("alpha", lambda v: is_real(v) and v > 0, "a number > 0"),
-            ("optimizer", lambda v: v in OPTIMIZERS, f"one of {', '.join(OPTIMIZERS)}"),
-            ("lr", lambda v: is_real(v) and v > 0, "a number > 0"),
-            ("momentum", lambda v: is_real(v) and 0 <= v < 1, "in [0, 1)"),
-            ("batch_size", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("update_interval", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-            ("tol", lambda v: is_real(v) and 0 <= v <= 1, "in [0, 1]"),
-            *SEED_AND_DEVICE_CHECKS,
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        return [
+            ("n_clusters", POSITIVE_INT),
+            ("init", one_of(INITS)),
+            ("n_init", POSITIVE_INT),
+            ("alpha", POSITIVE_REAL),
+            ("optimizer", one_of(OPTIMIZERS)),
+            ("lr", POSITIVE_REAL),
+            ("momentum", in_interval(0, 1, closed="left")),
+            ("batch_size", POSITIVE_INT),
+            ("update_interval", POSITIVE_INT),
+            ("max_iter", POSITIVE_INT),
+            ("tol", in_interval(0, 1, closed="both")),
         ]
-        check_hyperparameters(self, checks)
 
     def _initial_centers(
         self, X: np.ndarray, data: torch.Tensor, generator: torch.Generator, seed: int

@@ -57,12 +57,15 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array
 
 from clusterbench.validation import (
-    SEED_AND_DEVICE_CHECKS,
+    NON_NEGATIVE_INT,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    Constraint,
+    TorchHyperparameters,
     check_enough_points,
-    check_hyperparameters,
     check_predict_input,
     is_int,
-    is_real,
+    optional,
     resolve_device,
     restart_seeds,
     torch_threads,
@@ -145,7 +148,7 @@ class _Fits:
     history: list[dict[str, list[float]]]
 
 
-class _TruncatedEM(ClusterMixin, BaseEstimator):
+class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
     """Algorithm 3 with the E-step left to subclasses (:meth:`_e_step`); see the module docstring."""
 
     # Records written before n_threads existed were fitted at the harness's one thread: named
@@ -165,7 +168,8 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
         """
         raise NotImplementedError
 
-    def _extra_checks(self) -> list:
+    def _extra_checks(self) -> list[tuple[str, Constraint]]:
+        """The checks of a variant's own hyperparameter, after n_clusters (which they may read)."""
         return []
 
     # ------------------------------------------------------------------ public API
@@ -218,24 +222,22 @@ class _TruncatedEM(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks and seeding
 
-    def _validate_params(self) -> None:
-        check_hyperparameters(
-            self,
-            [
-                ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                *self._extra_checks(),
-                (
-                    "init",
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        return [
+            ("n_clusters", POSITIVE_INT),
+            *self._extra_checks(),
+            (
+                "init",
+                Constraint(
                     lambda v: v in INITS if isinstance(v, str) else np.ndim(v) == 2,
                     f"one of {', '.join(INITS)} or an array (n_clusters, n_features)",
                 ),
-                ("n_local_trials", lambda v: v is None or (is_int(v) and v >= 1), "null or an integer ≥ 1"),
-                ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                ("max_iter", lambda v: is_int(v) and v >= 0, "an integer ≥ 0"),
-                ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
-                *SEED_AND_DEVICE_CHECKS,
-            ],
-        )
+            ),
+            ("n_local_trials", optional(POSITIVE_INT, none="null")),
+            ("n_init", POSITIVE_INT),
+            ("max_iter", NON_NEGATIVE_INT),
+            ("tol", NON_NEGATIVE_REAL),
+        ]
 
     def _explicit_init(self, points: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
         centres = torch.as_tensor(np.asarray(self.init), dtype=points.dtype, device=points.device)
@@ -492,14 +494,12 @@ class KMeansCPrime(_TruncatedEM):
     def _truncation(self) -> int:
         return self.c_prime
 
-    def _extra_checks(self) -> list:
-        return [
-            (
-                "c_prime",
-                lambda v: is_int(v) and 1 <= v <= self.n_clusters,
-                f"an integer between 1 and n_clusters ({self.n_clusters})",
-            )
-        ]
+    def _extra_checks(self) -> list[tuple[str, Constraint]]:
+        at_most_clusters = Constraint(
+            lambda v: is_int(v) and 1 <= v <= self.n_clusters,
+            f"an integer between 1 and n_clusters ({self.n_clusters})",
+        )
+        return [("c_prime", at_most_clusters)]
 
     def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
         """The C′ nearest clusters (Corollary 1); labels: the nearest."""
@@ -542,5 +542,5 @@ class IsotropicGMM(KMeansCPrime):
     def _truncation(self) -> int:
         return self.n_clusters
 
-    def _extra_checks(self) -> list:
+    def _extra_checks(self) -> list[tuple[str, Constraint]]:
         return []

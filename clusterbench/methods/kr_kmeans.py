@@ -53,12 +53,15 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from clusterbench.validation import (
-    SEED_AND_DEVICE_CHECKS,
+    BOOLEAN,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    Constraint,
+    TorchHyperparameters,
     check_enough_points,
-    check_hyperparameters,
     check_predict_input,
     is_int,
-    is_real,
+    one_of,
     resolve_device,
     restart_seeds,
     torch_threads,
@@ -154,15 +157,6 @@ def _valid_sizes(h) -> bool:
     return h is None or (isinstance(h, Sequence) and len(h) >= 1 and all(is_int(v) and v >= 1 for v in h))
 
 
-# Checks shared by the estimators with a Khatri-Rao centroid layout (here and kr_naive).
-LAYOUT_CHECKS = (
-    ("n_clusters", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-    ("n_sets", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-    ("h", _valid_sizes, "null or a non-empty list of integers ≥ 1"),
-    ("aggregator", lambda v: v in AGGREGATORS, f"one of {', '.join(AGGREGATORS)}"),
-)
-
-
 def _valid_init(init) -> bool:
     """A name in INITS, or p ≥ 1 two-dimensional arrays (a list, an ndarray or a tensor of them)."""
     if isinstance(init, str):
@@ -235,11 +229,11 @@ class _Restarts:
     history: list[list[float]]  # per restart: the inertia after each of its assignment steps
 
 
-class KhatriRaoCentroids:
-    """``predict``, ``cluster_centers_`` and the centroid count of an estimator fitted to a
-    Khatri-Rao layout: it has ``n_clusters``, ``h``, an ``aggregator`` and ``n_threads``, and fit sets
-    ``protocentroids_`` (one (h_l, d) array per set), ``n_centroids_``, ``n_features_in_`` and
-    ``device_``."""
+class KhatriRaoCentroids(TorchHyperparameters):
+    """``predict``, ``cluster_centers_``, the centroid count and the layout's checks of an
+    estimator fitted to a Khatri-Rao layout: it has ``n_clusters``, ``n_sets``, ``h``, an
+    ``aggregator`` and ``n_threads``, and fit sets ``protocentroids_`` (one (h_l, d) array per
+    set), ``n_centroids_``, ``n_features_in_`` and ``device_``."""
 
     # Whether predict builds the centroids blockwise; KhatriRaoKMeans's hyperparameter overrides it.
     memory_efficient = False
@@ -252,6 +246,15 @@ class KhatriRaoCentroids:
             return None
         _, n_centroids = centroid_layout(self.n_clusters, self.n_sets, self.h)
         return f"h {list(self.h)} gives {n_centroids} centroids", n_centroids
+
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        """The layout's checks, first of every Khatri-Rao estimator's."""
+        return [
+            ("n_clusters", POSITIVE_INT),
+            ("n_sets", POSITIVE_INT),
+            ("h", Constraint(_valid_sizes, "null or a non-empty list of integers ≥ 1")),
+            ("aggregator", one_of(AGGREGATORS)),
+        ]
 
     def predict(self, X) -> np.ndarray:
         """The nearest of the aggregated centroids for each row of ``X``."""
@@ -379,29 +382,26 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ checks
 
-    def _validate_params(self) -> None:
-        check_hyperparameters(
-            self,
-            [
-                *LAYOUT_CHECKS,
-                (
-                    "init",
-                    _valid_init,
-                    f"one of {', '.join(INITS)} or a list of (h_l, n_features) arrays",
-                ),
-                ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                ("tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
-                ("reseed", lambda v: v in RESEEDS, f"one of {', '.join(RESEEDS)}"),
-                (
-                    "reseed",
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        return [
+            *super()._checks(),
+            (
+                "init",
+                Constraint(_valid_init, f"one of {', '.join(INITS)} or a list of (h_l, n_features) arrays"),
+            ),
+            ("n_init", POSITIVE_INT),
+            ("max_iter", POSITIVE_INT),
+            ("tol", NON_NEGATIVE_REAL),
+            ("reseed", one_of(RESEEDS)),
+            (
+                "reseed",
+                Constraint(
                     lambda v: v == "point" or self.aggregator == "sum",
                     "point with the product aggregator (centred solves a sum's shift)",
                 ),
-                ("memory_efficient", lambda v: isinstance(v, bool), "true or false"),
-                *SEED_AND_DEVICE_CHECKS,
-            ],
-        )
+            ),
+            ("memory_efficient", BOOLEAN),
+        ]
 
     # ------------------------------------------------------------------ initialisation
 

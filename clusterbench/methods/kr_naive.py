@@ -24,7 +24,6 @@ from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 
 from clusterbench.methods.kr_kmeans import (
-    LAYOUT_CHECKS,
     KhatriRaoCentroids,
     aggregate,
     assign,
@@ -33,11 +32,10 @@ from clusterbench.methods.kr_kmeans import (
     update_protocentroids,
 )
 from clusterbench.validation import (
-    SEED_AND_DEVICE_CHECKS,
+    NON_NEGATIVE_REAL,
+    POSITIVE_INT,
+    Constraint,
     check_enough_points,
-    check_hyperparameters,
-    is_int,
-    is_real,
     resolve_device,
     resolve_seed,
     torch_threads,
@@ -96,19 +94,14 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         self.device = device
         self.n_threads = n_threads
 
-    def _validate_params(self) -> None:
-        """Raise HyperparameterError naming the first invalid hyperparameter and its allowed values."""
-        check_hyperparameters(
-            self,
-            [
-                *LAYOUT_CHECKS,
-                ("n_init", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                ("max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                ("als_max_iter", lambda v: is_int(v) and v >= 1, "an integer ≥ 1"),
-                ("als_tol", lambda v: is_real(v) and v >= 0, "a number ≥ 0"),
-                *SEED_AND_DEVICE_CHECKS,
-            ],
-        )
+    def _checks(self) -> list[tuple[str, Constraint]]:
+        return [
+            *super()._checks(),
+            ("n_init", POSITIVE_INT),
+            ("max_iter", POSITIVE_INT),
+            ("als_max_iter", POSITIVE_INT),
+            ("als_tol", NON_NEGATIVE_REAL),
+        ]
 
     def fit(self, X, y=None):
         self._validate_params()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from clusterbench.methods.kmeans_cprime import _TruncatedEM
-from clusterbench.validation import is_real
+from clusterbench.validation import NON_NEGATIVE_REAL, Constraint
 
 
 class LazyKMeans(_TruncatedEM):
@@ -55,8 +55,8 @@ class LazyKMeans(_TruncatedEM):
         self.device = device
         self.n_threads = n_threads
 
-    def _extra_checks(self) -> list:
-        return [("epsilon", lambda v: is_real(v) and v >= 0, "a number ≥ 0")]
+    def _extra_checks(self) -> list[tuple[str, Constraint]]:
+        return [("epsilon", NON_NEGATIVE_REAL)]
 
     def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
         if held is None:
