@@ -14,6 +14,7 @@ the same configuration).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -409,4 +410,6 @@ def read_journal(folder: Path) -> list[tuple[str, bool, Path | None]]:
             status, earlier, record = line.split("\t")
             entries.append((status, earlier == "1", Path(record) if record else None))
     shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the runs' .journal folder, unless another run is using it
+        folder.parent.rmdir()
     return entries
