@@ -54,9 +54,15 @@ def main() -> int:
     out = output_folder(parser, args.out)
     results = args.results or Path(tempfile.mkdtemp(prefix="bench-resume-"))
 
+    def recorded() -> int:
+        return len(load_records(results, args.profile, [args.experiment]).drop_duplicates("config_hash"))
+
+    before = recorded()
     first = sweep(args.experiment, args.profile, results)
-    points = len(load_records(results, args.profile, [args.experiment]).drop_duplicates("config_hash"))
-    rows = [{"sweeper": "first run", "seconds": first}]
+    points = recorded()
+    # A --results folder kept from an earlier call holds the records already: say so.
+    label = "first run" if not before else f"first run ({before} points recorded before it: a resume)"
+    rows = [{"sweeper": label, "seconds": first}]
     for name, word in SWEEPERS.items():
         seconds = sweep(args.experiment, args.profile, results, word)
         rows.append({"sweeper": f"resume, {name}", "seconds": seconds})
