@@ -1,5 +1,5 @@
-"""What the config tree offers: the option names of each group, read straight from ``conf/``,
-and the resolvers its files use (``${protocentroid_budget:K}``, ``${seeds:N}``).
+"""What the config tree offers: the option names of each group, read straight from ``conf/``.
+Importing it registers the resolvers the files use (:mod:`clusterbench.resolvers`).
 
 The config groups are the registry (``_target_`` + ``hydra.utils.instantiate``); nothing here
 duplicates them.
@@ -12,28 +12,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+import clusterbench.resolvers  # noqa: F401  (registers ${protocentroid_budget:K} and ${seeds:N})
 from clusterbench.errors import UserError, first_line
-
-
-def _protocentroid_budget(n_clusters, n_sets=2) -> int:
-    from clusterbench.methods.kr_kmeans import protocentroid_budget
-
-    return protocentroid_budget(n_clusters, n_sets)
-
-
-def _seeds(count) -> list[int]:
-    return list(range(int(count)))
-
-
-# Registered here, not in the package's __init__: everything that reads configs imports this
-# module, and ``import clusterbench`` stays cheap (the command line's Ctrl-C guard starts after it).
-# ${protocentroid_budget:K[,P]} in a config: h1 + ... + hp for k = K (the Khatri-Rao paper's
-# "k-means (h1 + h2)" baseline takes that many centroids).
-OmegaConf.register_new_resolver("protocentroid_budget", _protocentroid_budget, replace=True)
-# ${seeds:N} in a config: the list 0, 1, ..., N - 1 (a grid over random_state whose length a
-# profile sets, e.g. experiment kr_restart_odds' single restarts).
-OmegaConf.register_new_resolver("seeds", _seeds, replace=True)
-
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("dataset", "method", "metrics", "profile", "experiment", "table")

@@ -1,5 +1,5 @@
-"""Checks shared by the estimators and the runner: hyperparameter values, the seed, the device
-and torch's threads."""
+"""Checks shared by the estimators and the runner: hyperparameter values, the device and torch's
+threads. The seeding helpers are in :mod:`clusterbench.methods._seeding`."""
 
 from __future__ import annotations
 
@@ -144,16 +144,6 @@ def check_predict_input(estimator, X, fitted_attribute: str) -> np.ndarray:
     return X
 
 
-def _seed63(entropy=None) -> int:
-    """A 63-bit seed hashed from ``entropy`` (fresh OS entropy when None)."""
-    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
-
-
-def resolve_seed(random_state: int | None) -> int:
-    """``random_state`` itself, or a fresh random 63-bit seed when it is None."""
-    return _seed63() if random_state is None else int(random_state)
-
-
 def check_device(device: str) -> None:
     """A device name is one of DEVICES (checked without importing torch)."""
     if device not in DEVICES:
@@ -172,15 +162,3 @@ def resolve_device(device: str) -> str:
     if device == "cuda":
         raise HyperparameterError("device='cuda' but no CUDA GPU is visible; use device=auto or device=cpu")
     return "cpu"
-
-
-def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
-    """The torch seed of each restart.
-
-    Restart 0 takes ``random_state`` itself, so ``restarts=1`` is the plain seeded run; restart
-    r > 0 takes a 63-bit hash of (random_state, r), so jobs with neighbouring seeds share no
-    restart. A fit with ``restarts=1, random_state=restart_seeds(s, R)[r]`` repeats restart r of a
-    fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
-    """
-    base = resolve_seed(random_state)
-    return [base, *(_seed63([base, r]) for r in range(1, restarts))]

@@ -12,8 +12,8 @@ from sklearn.cluster import KMeans
 from clusterbench.data import generators
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import IsotropicGMM, KMeansCPrime, LazyKMeans
+from clusterbench.methods._seeding import restart_seeds
 from clusterbench.metrics import gmm_log_likelihood, nmi, purity, quantization_error
-from clusterbench.validation import restart_seeds
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import KhatriRaoKMeans, KhatriRaoNaive
+from clusterbench.methods._seeding import restart_seeds
 from clusterbench.methods.kr_kmeans import (
     aggregate,
     centroid_movement,
@@ -21,7 +22,6 @@ from clusterbench.methods.kr_kmeans import (
     protocentroid_sizes,
     update_protocentroids,
 )
-from clusterbench.validation import restart_seeds
 
 AGGREGATORS = ("sum", "product")
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from clusterbench.data.sources import RawData
 from clusterbench.errors import UserError
@@ -18,6 +20,9 @@ BIRCH_SPACING = 4 * math.sqrt(2)
 # Covariance of each elongated CLAM toy cluster: std 0.143 along the diagonal, 0.022 across it.
 CLAM_TOY_COVARIANCE = ((0.0105, 0.01), (0.01, 0.0105))
 CLAM_TOY_OUTLIERS = ((-0.05, -0.7), (0.1, 0.1), (0.3, -0.5))
+# double_mnist reads its digits through the mnist dataset config's own source, loaded from the
+# file (as catalog.load_option loads it) so that this module does not import the catalog.
+MNIST_CONFIG = Path(__file__).resolve().parents[2] / "conf" / "dataset" / "mnist.yaml"
 
 
 def blobs(
@@ -206,12 +211,11 @@ def double_mnist(n_samples: int = 10000, random_state: int = 0) -> RawData:
     10000 from ``random_state``. By construction the classes have a Khatri-Rao structure: left
     digit x right digit. Pixels stay 0..255 (the paper divides by the maximum).
     """
-    from clusterbench.catalog import load_option
     from clusterbench.data.sources import call_source
 
     if n_samples < 100:  # fewer would leave some of the 100 classes empty
         raise UserError(f"double_mnist needs n_samples ≥ 100, one image of each class, got {n_samples}")
-    mnist = call_source(load_option("dataset", "mnist").source)  # the mnist config's own source
+    mnist = call_source(OmegaConf.load(MNIST_CONFIG).source)  # the mnist config's own source
     digits = np.asarray(mnist.y).astype(np.int64)
     rng = np.random.default_rng(random_state)
     y = np.concatenate([np.repeat(np.arange(100), n_samples // 100), np.arange(n_samples % 100)])

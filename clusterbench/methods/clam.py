@@ -41,6 +41,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils.validation import check_array
 
+from clusterbench.methods._seeding import gaussian_prototypes, restart_seeds
 from clusterbench.metrics import silhouette
 from clusterbench.validation import (
     BOOLEAN,
@@ -54,7 +55,6 @@ from clusterbench.validation import (
     one_of,
     optional,
     resolve_device,
-    restart_seeds,
     torch_threads,
 )
 
@@ -64,8 +64,6 @@ INITS = ("gaussian", "random", "k-means++")
 RESTART_SELECTIONS = ("loss", "silhouette")
 # restart_selection='silhouette' scores each restart's labels on at most this many points.
 SELECTION_MAX_SAMPLES = 20000
-# init="gaussian": prototypes start at N(0.1, 0.1²) in every coordinate (the authors' code).
-INIT_MEAN, INIT_STD = 0.1, 0.1
 # Plateau schedule (CLAM Table 5's factor, patience, threshold and minimum lr; App. B.1: "reduce
 # the learning rate by a factor of 0.8 if the training loss does not ameliorate"): from epoch
 # PLATEAU_WINDOW on, the mean of the last PLATEAU_WINDOW epoch losses must improve on its best by
@@ -84,12 +82,6 @@ ADAM_EPS = 1e-8
 INFERENCE_CHUNK_ELEMENTS = 1 << 24
 # mask_sampling='code': every this many epochs, one mask is shared by each mini-batch.
 CODE_SHARED_MASK_PERIOD = 3
-
-
-def gaussian_prototypes(k: int, d: int, generator: torch.Generator) -> torch.Tensor:
-    """(k, d) prototypes, every coordinate N(0.1, 0.1²), on the generator's device: the CLAM
-    authors' initialisation (no data-based seeding), also their DEC^r's."""
-    return torch.randn(k, d, generator=generator, device=generator.device) * INIT_STD + INIT_MEAN
 
 
 def am_recursion(

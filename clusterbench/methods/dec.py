@@ -49,7 +49,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 
-from clusterbench.methods.clam import gaussian_prototypes
+from clusterbench.methods._seeding import gaussian_prototypes, resolve_seed
 from clusterbench.validation import (
     POSITIVE_INT,
     POSITIVE_REAL,
@@ -60,7 +60,6 @@ from clusterbench.validation import (
     in_interval,
     one_of,
     resolve_device,
-    resolve_seed,
     torch_threads,
 )
 

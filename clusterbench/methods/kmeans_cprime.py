@@ -56,6 +56,7 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array
 
+from clusterbench.methods._seeding import restart_seeds
 from clusterbench.validation import (
     NON_NEGATIVE_INT,
     NON_NEGATIVE_REAL,
@@ -67,7 +68,6 @@ from clusterbench.validation import (
     is_int,
     optional,
     resolve_device,
-    restart_seeds,
     torch_threads,
 )
 
@@ -454,7 +454,7 @@ class KMeansCPrime(_TruncatedEM):
     n_init : int ≥ 1, restarts (batched); the highest final free energy is kept.
     max_iter : int ≥ 0, M-steps per restart. tol : float ≥ 0, stop when the free energy gains
         at most this (nats per point) in an iteration.
-    random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
+    random_state : int or None; restart r uses :func:`~clusterbench.methods._seeding.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
         (one per core). 1 by default: the kernels are small (chunks of 2 MiB), and on a busy

@@ -52,6 +52,7 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from clusterbench.methods._seeding import restart_seeds
 from clusterbench.validation import (
     BOOLEAN,
     NON_NEGATIVE_REAL,
@@ -63,7 +64,6 @@ from clusterbench.validation import (
     is_int,
     one_of,
     resolve_device,
-    restart_seeds,
     torch_threads,
 )
 
@@ -306,7 +306,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         time-efficient implementation); True builds them block by block inside the assignment,
         O((n + Σh)·d) memory (Algorithm 1), and sums its updates point by point rather than
         cluster by cluster. Both give the same result up to rounding.
-    random_state : int or None; restart r uses :func:`~clusterbench.validation.restart_seeds`.
+    random_state : int or None; restart r uses :func:`~clusterbench.methods._seeding.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
         (one per core). 1 by default: on the benchmark's datasets the kernels are small, and on a

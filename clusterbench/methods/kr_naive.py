@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 
+from clusterbench.methods._seeding import resolve_seed
 from clusterbench.methods.kr_kmeans import (
     KhatriRaoCentroids,
     aggregate,
@@ -37,7 +38,6 @@ from clusterbench.validation import (
     Constraint,
     check_enough_points,
     resolve_device,
-    resolve_seed,
     torch_threads,
 )
 

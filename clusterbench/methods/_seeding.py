@@ -1,0 +1,38 @@
+"""Seeding shared by the torch estimators: the seed of a fit and of each restart, and the CLAM
+authors' Gaussian prototype initialisation (CLAM's and DEC's ``init="gaussian"``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+# init="gaussian": prototypes start at N(0.1, 0.1²) in every coordinate (the authors' code).
+INIT_MEAN, INIT_STD = 0.1, 0.1
+
+
+def _seed63(entropy=None) -> int:
+    """A 63-bit seed hashed from ``entropy`` (fresh OS entropy when None)."""
+    return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
+
+
+def resolve_seed(random_state: int | None) -> int:
+    """``random_state`` itself, or a fresh random 63-bit seed when it is None."""
+    return _seed63() if random_state is None else int(random_state)
+
+
+def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
+    """The torch seed of each restart.
+
+    Restart 0 takes ``random_state`` itself, so ``restarts=1`` is the plain seeded run; restart
+    r > 0 takes a 63-bit hash of (random_state, r), so jobs with neighbouring seeds share no
+    restart. A fit with ``restarts=1, random_state=restart_seeds(s, R)[r]`` repeats restart r of a
+    fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
+    """
+    base = resolve_seed(random_state)
+    return [base, *(_seed63([base, r]) for r in range(1, restarts))]
+
+
+def gaussian_prototypes(k: int, d: int, generator: torch.Generator) -> torch.Tensor:
+    """(k, d) prototypes, every coordinate N(0.1, 0.1²), on the generator's device: the CLAM
+    authors' initialisation (no data-based seeding), also their DEC^r's."""
+    return torch.randn(k, d, generator=generator, device=generator.device) * INIT_STD + INIT_MEAN
