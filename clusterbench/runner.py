@@ -291,14 +291,14 @@ class Job:
         point = {"target": self.method.estimator._target_, "variant": self.method.variant}
         return hyper, {**point, "params": named_by(estimator, hyper)}
 
-    def finished(self, point: dict) -> tuple[tuple[Path, object] | None, bool]:
-        """(path, record) of the point's finished record, or of its successful twin on the other
-        device (unless force=true, and unless the limit that stopped it was raised), and whether
-        that record was fitted on other data (stale)."""
+    def finished(self, point: dict, path: Path) -> tuple[tuple[Path, object] | None, bool]:
+        """(path, record) of the point's finished record (at ``path``, its :meth:`record_of`), or
+        of its successful twin on the other device (unless force=true, and unless the limit that
+        stopped it was raised), and whether that record was fitted on other data (stale)."""
         if self.cfg.force:
             return None, False
         twins = [*map(self.record_of, _on_other_device(point))]
-        found = _finished_point(self.record_of(point), twins, self.cfg.get("retry_failed", False))
+        found = _finished_point(path, twins, self.cfg.get("retry_failed", False))
         limit = self.method.get("max_samples")
         if found and _limit_raised(found[1].iloc[0], len(self.data.y), limit, self.timeout):
             found = None
@@ -323,10 +323,10 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
     check_device(cfg.device)
     if cfg.device == "cuda":
         resolve_device("cuda")  # a scikit-learn method too: it would serve the CPU result as cuda's
-    check_source(dataset_config(cfg))
+    dataset_cfg = dataset_config(cfg)
+    check_source(dataset_cfg)
     check_metric_suite(cfg.metrics)
     threads = check_threads(cfg.get("threads"))
-    dataset_cfg = dataset_config(cfg)
     data = (load or load_dataset)(dataset_cfg, max_samples=cfg.profile.get("max_samples"))
     method = method_config(cfg)
     timeout = fit_timeout(cfg.get("timeout_s"), method.name)
@@ -345,8 +345,9 @@ def recorded_outcomes(cfg: DictConfig, experiment: str, load=None) -> list[tuple
     outcomes = []
     for params in method_grid(cfg):
         _, point = job.point(job.estimator(params))
-        found, stale = job.finished(point)
-        if found is None or stale or (found[0] == job.record_of(point) and not _knows_its_fit(found[1])):
+        path = job.record_of(point)
+        found, stale = job.finished(point, path)
+        if found is None or stale or (found[0] == path and not _knows_its_fit(found[1])):
             return None
         status = found[1]["status"].iloc[0]
         outcomes.append(("cached" if status == "ok" else status, True, found[0]))
@@ -390,7 +391,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
                 adopt_typed_record(record_of(each), typed_hash({**job.identity, "method": each}))
             # The point fitted on the other device counts as done: a sweep moved between a CPU and a
             # GPU machine resumes instead of fitting it twice (its record says where it ran).
-            found, stale = job.finished(point)
+            found, stale = job.finished(point, path)
             fit = fit_hash_of(point)
             same_data: list[Path] = []
             if found and not stale:

@@ -194,7 +194,7 @@ def run_summary(entries: list[tuple[str, bool, Path | None]], table: bool) -> st
     (a sweep, or a job of several points), :func:`format_summary` of those records."""
     from clusterbench.results import read_records
 
-    counts = Counter("cached" if status == "cached" else status for status, _, _ in entries)
+    counts = Counter(status for status, _, _ in entries)
     earlier = Counter(status for status, was, _ in entries if was and status != "cached")
     words = {"ok": "fitted", "rescored": "rescored from stored labels", "timeout": "timed out"}
     parts = []

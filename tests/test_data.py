@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import inspect
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -469,18 +468,16 @@ def test_double_mnist_puts_digit_a_left_of_digit_b():
         assert int(lookup[right.tobytes()]) == label % 10
 
 
-def test_verify_checks_labels_against_n_classes_where_n_clusters_is_a_choice(tmp_path, capsys):
-    from clusterbench.data.cache import verify_cache
+def test_verify_checks_labels_against_n_classes_where_n_clusters_is_a_choice(tmp_path):
+    from clusterbench.data.cache import check_files
 
     spec = load_option("dataset", "kdd_protein")
     n, d = spec.shape
     y = np.arange(n) % spec.n_classes  # 153 protein blocks, clustered with n_clusters = 50
     np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=y)
-    assert verify_cache(tmp_path) == 0
-    assert re.search(r"kdd_protein\s+ok", capsys.readouterr().out)
+    assert check_files(tmp_path) == {"kdd_protein": "ok"}
     np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=np.arange(n) % 50)
-    assert verify_cache(tmp_path) == 1
-    assert "kdd_protein          MISMATCH: X [145751, 74], labels 50" in capsys.readouterr().out
+    assert check_files(tmp_path) == {"kdd_protein": "MISMATCH: X [145751, 74], labels 50"}
 
 
 def test_double_mnist_without_mnist_is_a_one_line_user_error(tmp_path, monkeypatch):
@@ -555,8 +552,8 @@ def test_a_constant_feature_standardizes_to_zero_despite_its_rounding_std():
     np.testing.assert_allclose(PREPROCESSORS["standardize"](X)[:, 0], 0.0, atol=1e-12)
 
 
-def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeypatch, capsys):
-    from clusterbench.data.cache import import_folder, verify_cache
+def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeypatch):
+    from clusterbench.data.cache import check_files, import_folder
 
     folder, cache = tmp_path / "mine", tmp_path / "cache"
     folder.mkdir()
@@ -565,8 +562,7 @@ def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeyp
     rows = pd.DataFrame({"name": ["zoo"], "sha256_of_npz": ["0" * 64]})
     rows.to_csv(folder / "MANIFEST.csv", index=False)
     import_folder(folder, cache)
-    assert verify_cache(cache) == 1
-    assert "zoo                  MISMATCH: sha256 differs from MANIFEST.csv" in capsys.readouterr().out
+    assert check_files(cache) == {"zoo": "MISMATCH: sha256 differs from MANIFEST.csv"}
     with pytest.raises(UserError, match="no folder"):
         import_folder(tmp_path / "nowhere", cache)
 

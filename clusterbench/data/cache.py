@@ -91,14 +91,6 @@ def check_files(folder: Path, names: list[str] | None = None) -> dict[str, str]:
     return verdicts
 
 
-def verify_cache(folder: Path, names: list[str] | None = None) -> int:
-    """:func:`check_files` of one folder, a line per file it holds; 1 on any mismatch."""
-    verdicts = check_files(folder, names)
-    for name, verdict in verdicts.items():
-        print(f"  {name:<20} {verdict}")
-    return 1 if any(verdict != "ok" for verdict in verdicts.values()) else 0
-
-
 def how_to_get(name: str) -> str:
     """The commands that put dataset ``name``'s file in the data cache."""
     from clusterbench.data.sources import import_only

@@ -96,8 +96,25 @@ class HadamardLinear(nn.Module):
         )
 
 
-def _count_params(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
+class _Autoencoder(nn.Module):
+    """What every autoencoder here offers the clustering methods: ``encode``, ``decode``,
+    ``forward`` returning (embedding, reconstruction), and ``n_params``; a subclass builds
+    ``self.encoder`` and ``self.decoder``."""
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self.decoder(z)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(embedding, reconstruction)."""
+        z = self.encode(x)
+        return z, self.decode(z)
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
 
 
 def _linear(in_features: int, out_features: int, hadamard_rank: int | None) -> nn.Module:
@@ -116,7 +133,7 @@ def _stack(dims: Sequence[int], hadamard_rank: int | None, activation: type[nn.M
     return nn.Sequential(*layers)
 
 
-class MLPAutoencoder(nn.Module):
+class MLPAutoencoder(_Autoencoder):
     """A fully connected autoencoder: encoder dims[0]→…→dims[-1], decoder its mirror.
 
     DEC (Xie et al. 2016, §3.2) and IDEC use dims = (d, 500, 500, 2000, 10) with ReLU; the
@@ -152,21 +169,6 @@ class MLPAutoencoder(nn.Module):
         self.hadamard_rank = hadamard_rank
         self.encoder = _stack(dims, hadamard_rank, ACTIVATIONS[activation])
         self.decoder = _stack(dims[::-1], hadamard_rank, ACTIVATIONS[activation])
-
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x)
-
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        return self.decoder(z)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(embedding, reconstruction)."""
-        z = self.encode(x)
-        return z, self.decode(z)
-
-    @property
-    def n_params(self) -> int:
-        return _count_params(self)
 
 
 def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
@@ -223,7 +225,7 @@ class KerasPaddedConvTranspose2d(nn.Module):
         return full[..., top : top + height, left : left + width]
 
 
-class ConvAutoencoder(nn.Module):
+class ConvAutoencoder(_Autoencoder):
     """DCEC's convolutional autoencoder (Guo et al., ICONIP 2017; XifengGuo/DCEC ``ConvAE.CAE``).
 
     Encoder: Conv(c₁, 5×5, stride 2, same) → Conv(c₂, 5×5, stride 2, same) → Conv(c₃, 3×3,
@@ -302,21 +304,6 @@ class ConvAutoencoder(nn.Module):
             if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
                 nn.init.xavier_uniform_(module.weight)
                 nn.init.zeros_(module.bias)
-
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x)
-
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        return self.decoder(z)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(embedding, reconstruction); ``x`` is (batch, C, H, W)."""
-        z = self.encode(x)
-        return z, self.decode(z)
-
-    @property
-    def n_params(self) -> int:
-        return _count_params(self)
 
 
 def reconstruction_loss(x: torch.Tensor, x_hat: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
