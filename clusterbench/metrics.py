@@ -78,6 +78,14 @@ def inertia(X: np.ndarray, labels: np.ndarray) -> float:
     return total
 
 
+def embedding_inertia(estimator, labels: np.ndarray) -> float:
+    """The k-means objective of the labelling in a deep method's embedding (``embedding_``): the
+    Khatri-Rao paper's code keeps, of its 20 deep runs, the one of least such inertia (notes, A4);
+    NaN for a method without an embedding."""
+    embedding = getattr(estimator, "embedding_", None)
+    return math.nan if embedding is None else inertia(embedding, labels)
+
+
 def objective(estimator) -> float:
     """The fitted model's own objective, ``inertia_``: for Khatri-Rao k-means the squared distances
     to its structured centroids (eq. 1), which the cluster means of its labels would undercut."""
@@ -172,3 +180,23 @@ def call_metric(function: Callable, available: Mapping, options: Mapping) -> flo
     wanted = inspect.signature(function).parameters
     arguments = {name: value for name, value in available.items() if name in wanted}
     return function(**arguments, **options)
+
+
+def ratio_cut(
+    X: np.ndarray, labels: np.ndarray, n_neighbors: int = 150, graph: str = "symmetric", half: bool = True
+) -> float:
+    """PRCut's ratio cut (eq. 1) of the labelling on the binary kNN graph of the preprocessed input
+    (cached on disk, :mod:`clusterbench.graphs`). Defaults: the paper's Table 2 text, k = 150, the
+    OR-symmetrised graph, with the ½; ``graph: directed, half: false`` is the authors' code.
+    Lower is better; undefined (NaN) with no more points than ``n_neighbors``."""
+    from clusterbench.graphs import GRAPHS, knn_ratio_cut  # scikit-learn's neighbours only where asked for
+
+    if not (is_int(n_neighbors) and n_neighbors >= 1):
+        raise HyperparameterError(f"n_neighbors must be an integer ≥ 1, got {n_neighbors!r}")
+    if graph not in GRAPHS:
+        raise HyperparameterError(f"graph must be one of {', '.join(GRAPHS)}, got {graph!r}")
+    if not isinstance(half, bool):
+        raise HyperparameterError(f"half must be true or false, got {half!r}")
+    if len(labels) <= n_neighbors:
+        return math.nan
+    return knn_ratio_cut(X, labels, n_neighbors=n_neighbors, graph=graph, half=half)

@@ -436,7 +436,9 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
             if stored is not None:
                 outcome = _rescore(stored, cfg.metrics, data, seed, params)
             else:
-                with fit_progress(path.parent, f"{data.name}/{method.name} seed={seed}"):
+                # A method with bars of its own (the deep family's epochs) gets no elapsed-time bar.
+                shown = not getattr(estimator, "reports_progress", False)
+                with fit_progress(path.parent, f"{data.name}/{method.name} seed={seed}", shown):
                     outcome = _fit_and_score(estimator, method, cfg.metrics, data, seed, params, timeout)
                 if stale:
                     outcome.warnings.insert(0, "the data changed since this point's record: fitted again")
@@ -459,12 +461,16 @@ PROGRESS_AFTER = 5.0
 
 
 @contextlib.contextmanager
-def fit_progress(folder: Path, label: str, after: float = PROGRESS_AFTER):
+def fit_progress(folder: Path, label: str, shown: bool = True, after: float = PROGRESS_AFTER):
     """Within the block (one fit), a bar of the seconds it has run once it runs past ``after``,
     its total the median fit time of the records in ``folder`` (the same method on the same
     dataset: other seeds and grid points), so the bar's estimate says how long is left; without
     such records, the seconds alone. Shown on a terminal only (tqdm's ``disable=None``); the
-    bar's thread reads the records only when a fit is slow, and is gone when the block ends."""
+    bar's thread reads the records only when a fit is slow, and is gone when the block ends.
+    ``shown=False``: no bar (the fit shows its own)."""
+    if not shown:
+        yield
+        return
     done = threading.Event()
 
     def show() -> None:
@@ -549,7 +555,9 @@ def _fit_and_score(
         try:
             start = time.perf_counter()
             with time_limit(timeout_s):
-                estimator.fit(data.X)
+                # A method that learns from the labels (PRCut's label similarity, a supervised
+                # baseline) says so through scikit-learn's tags, and gets them.
+                estimator.fit(data.X, data.y) if needs_labels(estimator) else estimator.fit(data.X)
             seconds = time.perf_counter() - start
             labels = fitted_labels(estimator, method.name, data.X)
             scores = score(metrics, data, labels, seed, estimator)
@@ -565,6 +573,14 @@ def _fit_and_score(
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     notes += [f"printed {n}x: {line}" for line, n in Counter(printed.getvalue().splitlines()).items()]
     return PointResult(params, "ok", scores=scores, fit_seconds=seconds, warnings=notes, labels=labels)
+
+
+def needs_labels(estimator) -> bool:
+    """Whether ``estimator.fit`` requires y (scikit-learn's ``target_tags.required``)."""
+    try:
+        return bool(estimator.__sklearn_tags__().target_tags.required)
+    except AttributeError:  # not a scikit-learn estimator: fit(X) as every clusterer
+        return False
 
 
 class NoLabels(UserError):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from clusterbench.catalog import CONF_DIR
@@ -158,3 +158,18 @@ class NaNLabels(PredictsOnly):
 
     def predict(self, X):
         return np.where(np.arange(len(X)) == 0, np.nan, 1.0)
+
+
+def spec_changed(monkeypatch, name: str, change: dict) -> None:
+    """Let table ``name``'s committed spec read as if ``change`` were merged into its file."""
+    import clusterbench.tables.spec as tables
+
+    original = tables.load_option
+    committed = original("table", name)
+    monkeypatch.setattr(
+        tables,
+        "load_option",
+        lambda group, option: (
+            OmegaConf.merge(committed, change) if group == "table" else original(group, option)
+        ),
+    )

@@ -14,10 +14,10 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
-import clusterbench.methods.dec as dec_module
+import clusterbench.methods.deep.base as dec_module
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import DEC
-from clusterbench.methods.dec import kl_divergence, log_soft_assignment, target_distribution
+from clusterbench.methods.deep.base import kl_divergence, log_soft_assignment, target_distribution
 from tests.helpers import compose_config
 
 # CLAM Table 7: the update_interval values swept for DCEC/DEC/DEC^r.

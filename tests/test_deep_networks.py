@@ -22,6 +22,7 @@ from clusterbench.methods.deep.networks import (
     KerasPaddedConv2d,
     KerasPaddedConvTranspose2d,
     MLPAutoencoder,
+    hadamard_rank,
     reconstruction_loss,
 )
 
@@ -87,20 +88,31 @@ def test_mlp_autoencoder_dec_shapes_and_parameter_count():
     torch.testing.assert_close(net.decode(net.encode(torch.ones(2, 784))), net(torch.ones(2, 784))[1])
 
 
-def test_mlp_autoencoder_hadamard_rank_reduces_parameter_count():
-    dense = MLPAutoencoder(DEC_DIMS)
-    compressed = MLPAutoencoder(DEC_DIMS, hadamard_rank=10)
-    assert all(
-        isinstance(m, HadamardLinear)
-        for m in compressed.modules()
-        if isinstance(m, nn.Linear | HadamardLinear)
-    )
-    # Each layer in→out: 2·10·(in + out) + out.
-    # Encoder 26 180 + 20 500 + 52 000 + 40 210; decoder 42 200 + 50 500 + 20 500 + 26 464.
-    assert compressed.n_params == 278_554
-    assert compressed.n_params < dense.n_params
+KR_DIMS = (784, 1024, 512, 256, 10)
+
+
+def test_the_compressed_autoencoder_factors_only_the_inner_layers_at_the_papers_ranks():
+    compressed = MLPAutoencoder(KR_DIMS, hadamard_multiplier=3)
+    kinds = [type(m).__name__ for m in compressed.encoder if isinstance(m, nn.Linear | HadamardLinear)]
+    assert kinds == ["Linear", "HadamardLinear", "HadamardLinear", "Linear"]
+    # rank = max(10, min(⌊√in⌋, ⌊√out⌋))·m: 1024→512: min(32, 22)·3 = 66; 512→256: min(22, 16)·3 = 48.
+    assert [m.rank for m in compressed.encoder if isinstance(m, HadamardLinear)] == [66, 48]
+    assert [m.rank for m in compressed.decoder if isinstance(m, HadamardLinear)] == [48, 66]
+    assert hadamard_rank(10, 2000, 1) == 10  # the floor of 10 (⌊√10⌋ = 3)
     z, x_hat = compressed(torch.rand(2, 784))
     assert z.shape == (2, 10) and x_hat.shape == (2, 784)
+
+
+@pytest.mark.parametrize(
+    ("d", "k", "h", "m", "paper_ratio"),
+    # Khatri-Rao Table 3's params column (notes A4): MNIST m = 3; Olivetti, Optdigits, R15 m = 1.
+    [(784, 10, 7, 3, 0.74), (4096, 40, 13, 1, 0.88), (64, 10, 7, 1, 0.22), (2, 15, 8, 1, 0.15)],
+)
+def test_the_compressed_autoencoder_gives_table_3s_params_ratio(d, k, h, m, paper_ratio):
+    dims = (d, 1024, 512, 256, 10)
+    dense = MLPAutoencoder(dims).n_params + 10 * k  # k centroids in the 10-d embedding
+    compressed = MLPAutoencoder(dims, hadamard_multiplier=m).n_params + 10 * h  # h1 + h2 protocentroids
+    assert round(compressed / dense, 2) == paper_ratio
 
 
 def test_mlp_autoencoder_leaky_relu_and_bad_arguments():
@@ -110,8 +122,8 @@ def test_mlp_autoencoder_leaky_relu_and_bad_arguments():
         MLPAutoencoder((6, 4, 2), activation="tanh")
     with pytest.raises(ValueError, match="dims must be at least two positive ints"):
         MLPAutoencoder((6,))
-    with pytest.raises(ValueError, match="hadamard_rank must be None or a positive int"):
-        MLPAutoencoder((6, 4, 2), hadamard_rank=0)
+    with pytest.raises(ValueError, match="hadamard_multiplier must be None or a positive int"):
+        MLPAutoencoder((6, 4, 2), hadamard_multiplier=0)
 
 
 @pytest.mark.parametrize(
@@ -211,7 +223,9 @@ def test_reconstruction_loss_reductions_differ_by_feature_count():
 def test_seeded_networks_are_identical_and_deterministic():
     def build(seed):
         torch.manual_seed(seed)
-        return MLPAutoencoder((6, 5, 2), hadamard_rank=2), ConvAutoencoder((1, 8, 8), channels=(2, 2, 2))
+        return MLPAutoencoder((6, 5, 4, 2), hadamard_multiplier=1), ConvAutoencoder(
+            (1, 8, 8), channels=(2, 2, 2)
+        )
 
     first, second, other = build(3), build(3), build(4)
     for a, b, c in zip(first, second, other, strict=True):

@@ -10,12 +10,16 @@ from clusterbench.errors import HyperparameterError
 from clusterbench.methods import (
     CLAM,
     DEC,
+    DKM,
+    IDEC,
     IsotropicGMM,
+    KhatriRaoIDEC,
     KhatriRaoKMeans,
     KhatriRaoNaive,
     KMeansCPrime,
     LazyKMeans,
 )
+from clusterbench.methods.deep.base import AutoencoderClusterer
 
 ESTIMATORS = {
     "CLAM": lambda **kw: CLAM(n_clusters=3, epochs=2, restarts=1, device="cpu", **kw),
@@ -27,6 +31,16 @@ ESTIMATORS = {
     "KMeansCPrime": lambda **kw: KMeansCPrime(3, c_prime=2, n_init=2, device="cpu", **kw),
     "LazyKMeans": lambda **kw: LazyKMeans(3, n_init=2, device="cpu", **kw),
     "IsotropicGMM": lambda **kw: IsotropicGMM(3, n_init=2, device="cpu", **kw),
+}
+# The deep family at the smallest scale: a 3-2 autoencoder (allowed to widen one-feature data),
+# one pretraining epoch, a few steps.
+TINY_NETWORK = dict(layers=(3, 2), allow_wider_embedding=True, pretrain_epochs=1, n_init=1, device="cpu")
+ESTIMATORS |= {
+    "IDEC": lambda **kw: IDEC(n_clusters=3, **TINY_NETWORK, max_iter=5, **kw),
+    "DKM": lambda **kw: DKM(n_clusters=3, **TINY_NETWORK, epochs=1, **kw),
+    "KhatriRaoIDEC": lambda **kw: KhatriRaoIDEC(
+        n_clusters=4, **TINY_NETWORK, hadamard_multiplier=None, kr_n_init=1, epochs=1, **kw
+    ),
 }
 X = np.random.default_rng(0).normal(size=(60, 4))
 
@@ -78,6 +92,17 @@ SKLEARN_CHECKED = [
     KMeansCPrime(3, c_prime=1, n_init=2, device="cpu", random_state=0),
     ESTIMATORS["LazyKMeans"](random_state=0),
     ESTIMATORS["IsotropicGMM"](random_state=0),
+    ESTIMATORS["IDEC"](random_state=0),
+    ESTIMATORS["DKM"](random_state=0),
+    ESTIMATORS["KhatriRaoIDEC"](random_state=0),
+]
+# The deep family refuses k < 2 (a clustering loss over one centroid is constant), which these set.
+ONE_CLUSTER_CHECKS = [
+    "check_dont_overwrite_parameters",
+    "check_methods_subset_invariance",
+    "check_fit2d_1sample",
+    "check_fit2d_1feature",
+    "check_fit2d_predict1d",
 ]
 
 
@@ -93,6 +118,8 @@ def _expected_failures(estimator) -> dict[str, str]:
             ],
             C_PRIME_ABOVE_ONE_CLUSTER,
         )
+    if isinstance(estimator, AutoencoderClusterer):
+        return dict.fromkeys(ONE_CLUSTER_CHECKS, "sets n_clusters=1; k ≥ 2 is checked")
     return {}
 
 

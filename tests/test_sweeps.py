@@ -160,3 +160,45 @@ def test_submitit_local_launcher_writes_both_records(tmp_path):
     assert "Submitit 'local' sweep output dir" in output
     # the jobs really ran under submitit: each left its own log folder
     assert len(list((tmp_path / "hydra" / "multirun").rglob("*_0_log.out"))) == 2
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [("hydra/launcher=joblib", "hydra.launcher.n_jobs=2"), ("hydra/launcher=submitit_local",)],
+    ids=["joblib", "submitit_local"],
+)
+def test_a_finished_sweep_rerun_under_a_parallel_launcher_launches_nothing(tmp_path, launcher):
+    two_seed_sweep(tmp_path, *launcher)
+    before = {path: path.stat().st_mtime_ns for path in record_files(tmp_path)}
+    output = two_seed_sweep(tmp_path, *launcher, HYDRA_INFO)
+    assert "2 of 2 jobs are recorded already: not launched" in output
+    assert "Joblib.Parallel" not in output and "Submitit" not in output
+    assert {path: path.stat().st_mtime_ns for path in record_files(tmp_path)} == before
+
+
+def test_the_slurm_gpu_preset_asks_one_gpu_and_the_profiles_time_and_memory(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from clusterbench.catalog import CONF_DIR
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        for profile, minutes, memory in (("paper", 720, 32), ("smoke", 30, 8)):
+            overrides = ["hydra/launcher=slurm_gpu", f"profile={profile}", "experiment=kr_table3"]
+            launcher = compose("config", overrides=overrides, return_hydra_config=True).hydra.launcher
+            assert launcher._target_.endswith("submitit_launcher.SlurmLauncher")
+            assert (launcher.gpus_per_node, launcher.timeout_min, launcher.mem_gb) == (1, minutes, memory)
+
+
+def test_a_deep_method_sweeps_end_to_end_under_submitit_local(tmp_path):
+    """What the slurm_gpu preset does on a cluster, on this machine: submitit runs each job in its
+    own process, pretraining goes through the cache, and the records resume."""
+    words = ["run", "-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]
+    words += ["dataset=wine", "method=dkm,kr_dkm", "profile=smoke", f"results_dir={tmp_path}"]
+    result = run_cli(*words, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    frame = assert_one_ok_record_per_file(tmp_path)
+    assert sorted(frame["method"].unique()) == ["dkm", "kr_dkm"]
+    accuracy = frame[frame["metric"] == "acc"].set_index("method")["value"]
+    assert (accuracy > 0.5).all(), accuracy  # wine's three classes, far above chance (0.40)
+    again = run_cli(*words, timeout=600)
+    assert "2 of 2 jobs are recorded already: not launched" in again.stdout + again.stderr

@@ -30,6 +30,7 @@ from clusterbench.tables import (
     win_loss,
     write_table,
 )
+from tests.helpers import spec_changed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -877,21 +878,6 @@ def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery(
     assert abs(cmu["ours"] - cmu["paper"]) <= 0.02 and cmu["ours_std"] >= 0.03  # measured 0.755 ± 0.049
 
 
-def spec_changed(monkeypatch, name: str, change: dict) -> None:
-    """Let table ``name``'s committed spec read as if ``change`` were merged into its file."""
-    import clusterbench.tables.spec as tables
-
-    original = tables.load_option
-    committed = original("table", name)
-    monkeypatch.setattr(
-        tables,
-        "load_option",
-        lambda group, option: (
-            OmegaConf.merge(committed, change) if group == "table" else original(group, option)
-        ),
-    )
-
-
 def write_toy_record(results_dir, dataset, method, scores, status="ok"):
     records = frame(run(dataset, method, 0, {"n_clusters": 7}, scores, status=status))
     records["experiment"] = "clam_baselines"
@@ -923,9 +909,11 @@ def test_a_spec_naming_what_does_not_exist_is_a_user_error(monkeypatch, change, 
         table_spec("clam_table1")
 
 
-def test_unavailable_rows_and_paper_only_columns_pass_the_spec_check():
-    spec = table_spec("clam_table1")  # GCM has no dataset config; DCEC no method
-    assert "gcm" in spec.unavailable and spec.columns.dcec.get("method") is None
+def test_unavailable_rows_and_paper_only_columns_pass_the_spec_check(monkeypatch):
+    # GCM has no dataset config; a column without a method shows the paper's values only.
+    spec_changed(monkeypatch, "clam_table1", {"columns": {"paper_only": {"label": "Theirs"}}})
+    spec = table_spec("clam_table1")
+    assert "gcm" in spec.unavailable and spec.columns.paper_only.get("method") is None
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,8 @@ class ResumingSweeper(BasicSweeper):
                 note_outcomes(outcomes)
         if len(pending) < len(jobs):
             tqdm.write(f"{len(jobs) - len(pending)} of {len(jobs)} jobs are recorded already: not launched")
+        if not pending:  # everything recorded: no launcher is started (a batch of 0 would be an error)
+            return []
         if not isinstance(self.launcher, BasicLauncher):  # joblib, submitit: one batch, their own pace
             size = self.max_batch_size or len(pending)
             return [self.launcher.launch(pending[i : i + size], i) for i in range(0, len(pending), size)]

@@ -1,0 +1,321 @@
+"""The deep family on its one loop (clusterbench.methods.deep.base): DEC's target, IDEC's and DKM's
+losses against hand computations, the pretraining cache seen from the estimators (a second fit
+pretrains nothing, a truncated file is rebuilt), the Khatri-Rao head and seeding, own labels
+against the k-means re-clustering variant, determinism, bad input, the configs, and input-space
+DEC's committed records refitted through the shared loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hydra.utils import instantiate
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+import clusterbench.methods.deep.base as base
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import DCEC, DKM, IDEC, KhatriRaoDKM, KhatriRaoIDEC
+from clusterbench.methods.dkm import annealed_alphas, dkm_loss
+from clusterbench.methods.kr_deep import SumProtocentroids
+from tests.helpers import REPO, compose_config, require_cached, run_cli
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SMALL = {"layers": (16, 4), "pretrain_epochs": 15, "pretrain_batch_size": 64, "batch_size": 64}
+
+
+@pytest.fixture(autouse=True)
+def pretrained_cache(tmp_path, monkeypatch):
+    """Every test pretrains into its own cache folder."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "pretrained"))
+    return tmp_path / "pretrained"
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Four separated blobs in 20 dimensions, 240 points, about unit variance, centred at the
+    corners of a parallelogram u·i + v·j (i, j ∈ {0, 1}): sums of 2 + 2 protocentroids can fit them."""
+    rng = np.random.default_rng(3)
+    u, v = rng.standard_normal((2, 20)) * 2.0
+    centres = np.array([i * u + j * v for i in (0, 1) for j in (0, 1)])
+    X, y = make_blobs(240, n_features=20, centers=centres, cluster_std=0.5, random_state=3)
+    return (X / X.std()).astype(np.float32), y
+
+
+@pytest.fixture
+def pretrain_calls(monkeypatch):
+    """How many times an autoencoder was pretrained (not loaded from the cache)."""
+    calls = []
+    original = base.pretrain
+    monkeypatch.setattr(base, "pretrain", lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+# --- the losses ----------------------------------------------------------------------------------------
+
+
+def test_the_target_distribution_is_a_sharper_distribution_than_q():
+    torch.manual_seed(0)
+    q = base.log_soft_assignment(torch.randn(50, 3), torch.randn(4, 3)).exp()
+    # With every cluster equally frequent (q and its column rotations), P ∝ q² row by row: each
+    # point's largest probability grows.
+    balanced = torch.cat([q.roll(shift, dims=1) for shift in range(4)])
+    p = base.target_distribution(balanced)
+    torch.testing.assert_close(p.sum(1), torch.ones(200))
+    assert bool((p.max(1).values > balanced.max(1).values).all())
+    # In general the division by f_j may lower a point's top probability in a large cluster, but P
+    # is sharper on average: lower mean entropy.
+    p = base.target_distribution(q)
+    torch.testing.assert_close(p.sum(1), torch.ones(50))
+    entropy = lambda r: float(-(torch.xlogy(r, r)).sum(1).mean())  # noqa: E731
+    assert entropy(p) < entropy(q) - 0.1
+
+
+def test_idec_without_reconstruction_is_decs_kl_and_without_clustering_the_reconstruction(blobs):
+    X, _ = blobs
+    model = IDEC(n_clusters=4, **SMALL, max_iter=1, random_state=0, device="cpu").fit(X)
+    network, head = model._network_, model._head_
+    x = torch.as_tensor(X[:32])
+    target = base.target_distribution(
+        base.log_soft_assignment(network.encode(x), head.centres()).exp()
+    ).detach()
+    kl = base.kl_divergence(target, base.log_soft_assignment(network.encode(x), head.centres(), 1.0))
+    dec = model.set_params(reconstruction_weight=0.0, clustering_weight=1.0)
+    torch.testing.assert_close(dec._step_loss(network, head, x, target, 0), kl)
+    recon_only = model.set_params(reconstruction_weight=1.0, clustering_weight=0.0)
+    expected = base.reconstruction_loss(x, network(x)[1], "mean")
+    torch.testing.assert_close(recon_only._step_loss(network, head, x, target, 0), expected)
+
+
+def test_dkm_loss_is_the_soft_kmeans_objective_by_hand():
+    z = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    centres = torch.tensor([[0.0, 0.0], [2.0, 0.0]])
+    # d² = (0, 4) and (2, 2); α = 0.5: p = softmax(−0.5·(0, 4)) = (1, e⁻²)/(1 + e⁻²), and (½, ½).
+    p1 = np.array([1.0, np.exp(-2.0)]) / (1.0 + np.exp(-2.0))
+    expected = (p1 @ [0.0, 4.0] + 0.5 * 2 + 0.5 * 2) / 2
+    assert float(dkm_loss(z, centres, 0.5)) == pytest.approx(expected, rel=1e-6)
+    # A huge α is hard k-means: each point's distance to its nearest centroid.
+    assert float(dkm_loss(z, centres, 1e6)) == pytest.approx((0.0 + 2.0) / 2)
+
+
+def test_the_annealed_alphas_are_the_dkm_papers_schedule():
+    alphas = annealed_alphas()
+    assert len(alphas) == 40
+    np.testing.assert_allclose(alphas[:4], [0.1, 0.423, 0.752, 1.078], atol=1e-3)
+    assert alphas[-1] == pytest.approx(28.1, abs=0.1)
+
+
+# --- the cache seen from the estimators --------------------------------------------------------------
+
+
+def test_a_second_fit_loads_the_pretrained_autoencoder_and_pretrains_nothing(blobs, pretrain_calls):
+    X, _ = blobs
+    first = IDEC(n_clusters=4, **SMALL, max_iter=40, update_interval=10, random_state=0, device="cpu").fit(X)
+    assert len(pretrain_calls) == 1 and not first.pretrained_from_cache_
+    # Another clustering setting, same pretraining: the autoencoder comes from the cache.
+    second = IDEC(n_clusters=4, **SMALL, max_iter=40, update_interval=20, random_state=0, device="cpu").fit(X)
+    assert len(pretrain_calls) == 1 and second.pretrained_from_cache_
+    assert second.pretrain_loss_ == first.pretrain_loss_
+    # DKM on the same autoencoder settings shares it too; another seed pretrains its own.
+    DKM(n_clusters=4, **SMALL, epochs=2, random_state=0, device="cpu").fit(X)
+    assert len(pretrain_calls) == 1
+    IDEC(n_clusters=4, **SMALL, max_iter=40, random_state=1, device="cpu").fit(X)
+    assert len(pretrain_calls) == 2
+    # pretrain_seed fixes one autoencoder across seeds (the Khatri-Rao protocol's 20 runs).
+    IDEC(n_clusters=4, **SMALL, max_iter=40, pretrain_seed=0, random_state=5, device="cpu").fit(X)
+    assert len(pretrain_calls) == 2
+
+
+def test_a_truncated_cache_file_is_rebuilt_and_gives_the_same_fit(blobs, pretrain_calls, pretrained_cache):
+    X, _ = blobs
+    params = dict(n_clusters=4, **SMALL, max_iter=30, random_state=0, device="cpu")
+    first = IDEC(**params).fit(X)
+    (path,) = pretrained_cache.glob("*.pt")
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.warns(UserWarning, match="corrupt"):
+        again = IDEC(**params).fit(X)
+    assert len(pretrain_calls) == 2 and not again.pretrained_from_cache_
+    np.testing.assert_array_equal(first.labels_, again.labels_)
+    assert path.stat().st_size > 100
+
+
+# --- fits ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cls", "params"),
+    [
+        (IDEC, {"max_iter": 60, "update_interval": 10}),
+        (IDEC, {"epochs": 3, "update_interval": None, "max_iter": None}),
+        (DKM, {"epochs": 3, "alpha": 10.0}),
+        (KhatriRaoIDEC, {"epochs": 3, "hadamard_multiplier": None, "kr_n_init": 3}),
+        (KhatriRaoDKM, {"epochs": 3, "hadamard_multiplier": None, "kr_n_init": 3, "alpha": 10.0}),
+    ],
+)
+def test_each_method_clusters_separated_blobs_deterministically_with_its_own_labels(cls, params, blobs):
+    X, y = blobs
+    model = cls(n_clusters=4, **{**SMALL, "activation": "relu"}, **params, random_state=0, device="cpu").fit(
+        X
+    )
+    again = cls(n_clusters=4, **{**SMALL, "activation": "relu"}, **params, random_state=0, device="cpu").fit(
+        X
+    )
+    np.testing.assert_array_equal(model.labels_, again.labels_)
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+    # Own labels: the nearest centroid of the final embedding, which predict repeats.
+    z = torch.as_tensor(model.embedding_, dtype=torch.float32)
+    expected = base.nearest_centre(z, torch.as_tensor(model.cluster_centers_, dtype=torch.float32))
+    np.testing.assert_array_equal(model.labels_, expected.numpy())
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    assert model.embedding_.shape == (240, 4) and model.cluster_centers_.shape == (4, 4)
+    assert len(model.loss_history_) >= 1 and np.isfinite(model.loss_history_).all()
+
+
+def test_labels_by_kmeans_is_a_kmeans_reclustering_of_the_embedding(blobs):
+    X, _ = blobs
+    model = IDEC(
+        n_clusters=4, **SMALL, max_iter=20, labels_by="kmeans", n_init=5, random_state=0, device="cpu"
+    )
+    model.fit(X)
+    kmeans = KMeans(4, n_init=5, random_state=0).fit(model.embedding_)
+    np.testing.assert_array_equal(model.labels_, kmeans.labels_)
+
+
+def test_the_khatri_rao_head_builds_its_centroids_from_protocentroid_sums(blobs):
+    head = SumProtocentroids([torch.tensor([[0.0, 1.0], [2.0, 3.0]]), torch.tensor([[10.0, 0.0]] * 3)], 5)
+    expected = [[10, 1], [10, 1], [10, 1], [12, 3], [12, 3]]
+    np.testing.assert_array_equal(head.centres().detach().numpy(), expected)
+    X, _ = blobs
+    model = KhatriRaoIDEC(n_clusters=4, **SMALL, epochs=2, hadamard_multiplier=None, kr_n_init=2)
+    model.set_params(activation="relu", random_state=0, device="cpu").fit(X)
+    assert model.sizes_ == (2, 2) and [p.shape for p in model.protocentroids_] == [(2, 4), (2, 4)]
+    sums = (model.protocentroids_[0][:, None, :] + model.protocentroids_[1][None]).reshape(4, 4)
+    np.testing.assert_allclose(model.cluster_centers_, sums, atol=1e-6)
+    # Parameters: the autoencoder's and 2 + 2 protocentroids (IDEC: the autoencoder's and 4 centroids).
+    dense = IDEC(n_clusters=4, **SMALL, max_iter=2, random_state=0, device="cpu").fit(X)
+    assert model.n_params_ - 4 * 4 == dense.n_params_ - 4 * 4
+
+
+def test_the_compressed_autoencoder_and_its_auto_schedule(blobs):
+    X, _ = blobs
+    params = dict(n_clusters=4, layers=(16, 12, 8, 4), pretrain_batch_size=64, epochs=1, kr_n_init=2)
+    fixed = KhatriRaoDKM(**params, hadamard_multiplier=2, pretrain_epochs=3, pretrain_epochs_step=2)
+    fixed.set_params(random_state=0, device="cpu").fit(X)
+    assert fixed.hadamard_multiplier_ == 2
+    ranks = [m.rank for m in fixed._network_.modules() if hasattr(m, "rank")]
+    assert ranks == [20, 20, 20, 20]  # max(10, ·)·2 on the four inner layers
+    # 'auto': the compressed AE grows m until it reconstructs as well as the full one; a full AE
+    # trained far longer than the compressed ones forces several rounds, each cached.
+    auto = KhatriRaoDKM(**params, hadamard_multiplier="auto", pretrain_epochs=1, pretrain_epochs_step=1)
+    auto.set_params(reference_pretrain_epochs=60, random_state=0, device="cpu").fit(X)
+    assert auto.hadamard_multiplier_ > 1 or auto.pretrain_loss_ <= auto.reference_pretrain_loss_
+    assert auto.hadamard_multiplier_ == 10 or auto.pretrain_loss_ <= auto.reference_pretrain_loss_
+    assert not auto.pretrained_from_cache_
+    again = KhatriRaoDKM(**params, hadamard_multiplier="auto", pretrain_epochs=1, pretrain_epochs_step=1)
+    again.set_params(reference_pretrain_epochs=60, random_state=0, device="cpu").fit(X)
+    assert again.pretrained_from_cache_ and again.hadamard_multiplier_ == auto.hadamard_multiplier_
+
+
+def test_dcec_clusters_small_images():
+    rng = np.random.default_rng(0)
+    # Two classes of 8×8 images: a bright left half or a bright right half, with noise.
+    left = np.zeros((8, 8), np.float32)
+    left[:, :4] = 1.0
+    images = np.concatenate(
+        [left + 0.1 * rng.standard_normal((40, 8, 8)), left[:, ::-1] + 0.1 * rng.standard_normal((40, 8, 8))]
+    )
+    X, y = images.reshape(80, 64).astype(np.float32), np.repeat([0, 1], 40)
+    model = DCEC(
+        n_clusters=2, channels=(4, 4, 4), embedding_dim=2, pretrain_epochs=30, max_iter=30, random_state=0
+    )
+    model.set_params(device="cpu").fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    assert model.embedding_.shape == (80, 2)
+
+
+# --- bad input -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cls", "params", "message"),
+    [
+        (IDEC, {"n_clusters": 1}, "n_clusters must be an integer ≥ 2"),
+        (IDEC, {"n_clusters": 500}, "n_clusters must be at most the number of points"),
+        (IDEC, {"layers": (30, 25)}, "embeds into 25 units but the data has 20 features"),
+        (IDEC, {"layers": []}, "layers must be a non-empty list"),
+        (IDEC, {"epochs": None, "max_iter": None}, "max_iter must be set where epochs is null"),
+        (IDEC, {"device": "cuda"}, "no CUDA GPU is visible"),
+        (DKM, {"alpha": "fast"}, "alpha must be a number > 0 or annealed"),
+        (KhatriRaoIDEC, {"hadamard_multiplier": 11}, "hadamard_multiplier must be null"),
+        (DCEC, {}, "20 features are not a square image"),
+        (DCEC, {"image_shape": [1, 4, 4]}, "holds 16 values but the data has 20 features"),
+    ],
+)
+def test_bad_hyperparameters_fail_in_one_line_naming_the_fix(cls, params, message, blobs):
+    if params.get("device") == "cuda" and torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    X, _ = blobs
+    with pytest.raises(HyperparameterError, match=message):
+        cls(**{"n_clusters": 4, **params}).fit(X)
+
+
+def test_nan_in_the_data_is_refused_before_any_training(blobs, pretrain_calls):
+    X, _ = blobs
+    X = X.copy()
+    X[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        IDEC(n_clusters=4, **SMALL, random_state=0).fit(X)
+    assert not pretrain_calls
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("cls", [IDEC, KhatriRaoDKM])
+def test_cuda_fits_agree_with_cpu(cls, blobs):
+    X, _ = blobs
+    params = dict(n_clusters=4, **SMALL, epochs=3, max_iter=None, update_interval=None, random_state=0)
+    params = {k: v for k, v in params.items() if k in cls().get_params()}
+    cpu = cls(**params, device="cpu").fit(X)
+    gpu = cls(**params, device="cuda").fit(X)
+    assert gpu.device_ == "cuda"
+    assert adjusted_rand_score(cpu.labels_, gpu.labels_) > 0.95
+
+
+# --- configs and the harness ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method", ["idec", "dec_ae", "dkm", "dcec", "idec_kr", "dkm_kr", "kr_idec", "kr_dkm"]
+)
+def test_every_deep_method_config_instantiates_its_estimator_at_both_scales(method, tmp_path):
+    epochs = {}
+    for profile in ("paper", "smoke"):
+        estimator = instantiate(
+            compose_config(tmp_path, f"method={method}", f"profile={profile}").method.estimator
+        )
+        estimator._validate_params()
+        epochs[profile] = estimator.pretrain_epochs
+    assert 1 <= epochs["smoke"] < epochs["paper"]  # the smoke profile scales the epochs down
+
+
+def test_the_kr_table3_experiment_fixes_the_papers_multipliers(tmp_path):
+    cfg = compose_config(tmp_path, "experiment=kr_table3", "method=kr_idec", "dataset=mnist")
+    assert cfg.method_overrides.kr_idec.mnist.hadamard_multiplier == 3
+    assert cfg.method_overrides.kr_dkm.double_mnist.hadamard_multiplier == 2
+    assert list(cfg.grids.idec.random_state) == list(range(20))
+
+
+def test_input_space_dec_refits_give_the_committed_records(tmp_path):
+    """DEC on the deep family's loop against records fitted by its own loop before (CLAM Table 1, Zoo)."""
+    require_cached("zoo")
+    committed = REPO / "results" / "runs" / "paper" / "clam_table1" / "zoo" / "dec"
+    assert len(list(committed.glob("*.csv"))) == 16
+    run_cli(
+        "run", "-m", "experiment=clam_table1", "profile=paper", "dataset=zoo", "method=dec",
+        "grids.dec.update_interval=[1,30,140]", f"results_dir={tmp_path}",
+    )  # fmt: skip
+    fresh = sorted((tmp_path / "runs" / "paper" / "clam_table1" / "zoo" / "dec").glob("*.labels.npy"))
+    assert len(fresh) == 3
+    for labels in fresh:
+        np.testing.assert_array_equal(np.load(labels), np.load(committed / labels.name))
