@@ -100,6 +100,17 @@ def test_dkm_loss_is_the_soft_kmeans_objective_by_hand():
     assert float(dkm_loss(z, centres, 1e6)) == pytest.approx((0.0 + 2.0) / 2)
 
 
+def test_dkm_loss_with_the_euclidean_distance_is_clustpys_unsquared_form():
+    z = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    centres = torch.tensor([[0.0, 0.0], [2.0, 0.0]])
+    # Hard assignment (α huge): distances 0 and √2 to the nearest centroid.
+    assert float(dkm_loss(z, centres, 1e6, "euclidean")) == pytest.approx(np.sqrt(2.0) / 2, rel=1e-5)
+    # Same softmax weights as the squared form, on d instead of d²; finite gradient on a centroid.
+    z = z.clone().requires_grad_()
+    dkm_loss(z, centres, 0.5, "euclidean").backward()
+    assert torch.isfinite(z.grad).all()
+
+
 def test_the_annealed_alphas_are_the_dkm_papers_schedule():
     alphas = annealed_alphas()
     assert len(alphas) == 40
@@ -126,6 +137,15 @@ def test_a_second_fit_loads_the_pretrained_autoencoder_and_pretrains_nothing(blo
     # pretrain_seed fixes one autoencoder across seeds (the Khatri-Rao protocol's 20 runs).
     IDEC(n_clusters=4, **SMALL, max_iter=40, pretrain_seed=0, random_state=5, device="cpu").fit(X)
     assert len(pretrain_calls) == 2
+
+
+def test_an_unseeded_fit_pretrains_without_writing_to_the_cache(blobs, pretrain_calls, pretrained_cache):
+    X, _ = blobs
+    IDEC(n_clusters=4, **SMALL, max_iter=5, device="cpu").fit(X)
+    IDEC(n_clusters=4, **SMALL, max_iter=5, device="cpu").fit(X)
+    assert len(pretrain_calls) == 2 and not list(pretrained_cache.glob("*.pt"))
+    IDEC(n_clusters=4, **SMALL, max_iter=5, pretrain_seed=3, device="cpu").fit(X)  # a seed: cached
+    assert len(list(pretrained_cache.glob("*.pt"))) == 1
 
 
 def test_a_truncated_cache_file_is_rebuilt_and_gives_the_same_fit(blobs, pretrain_calls, pretrained_cache):
@@ -181,6 +201,7 @@ def test_labels_by_kmeans_is_a_kmeans_reclustering_of_the_embedding(blobs):
     model.fit(X)
     kmeans = KMeans(4, n_init=5, random_state=0).fit(model.embedding_)
     np.testing.assert_array_equal(model.labels_, kmeans.labels_)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)  # predict follows the re-clustering
 
 
 def test_the_khatri_rao_head_builds_its_centroids_from_protocentroid_sums(blobs):
@@ -218,6 +239,18 @@ def test_the_compressed_autoencoder_and_its_auto_schedule(blobs):
     assert again.pretrained_from_cache_ and again.hadamard_multiplier_ == auto.hadamard_multiplier_
 
 
+def test_a_dense_khatri_rao_network_pretrains_as_the_full_autoencoder_does(blobs, monkeypatch):
+    epochs = []
+    original = base.pretrain
+    monkeypatch.setattr(base, "pretrain", lambda *a, **k: epochs.append(k["epochs"]) or original(*a, **k))
+    X, _ = blobs
+    params = dict(n_clusters=4, layers=(16, 4), pretrain_batch_size=64, epochs=1, kr_n_init=1, random_state=0)
+    params |= dict(pretrain_epochs=7, pretrain_epochs_step=2, reference_pretrain_epochs=3, device="cpu")
+    KhatriRaoIDEC(**params, hadamard_multiplier=None).fit(X)
+    KhatriRaoIDEC(**params, hadamard_multiplier=2).fit(X)
+    assert epochs == [3, 7 + 2]  # the full AE's epochs; the compressed one's 7 + 2·(m − 1)
+
+
 def test_dcec_clusters_small_images():
     rng = np.random.default_rng(0)
     # Two classes of 8×8 images: a bright left half or a bright right half, with noise.
@@ -248,6 +281,12 @@ def test_dcec_clusters_small_images():
         (IDEC, {"epochs": None, "max_iter": None}, "max_iter must be set where epochs is null"),
         (IDEC, {"device": "cuda"}, "no CUDA GPU is visible"),
         (DKM, {"alpha": "fast"}, "alpha must be a number > 0 or annealed"),
+        (
+            DKM,
+            {"alpha": "annealed", "epochs": None, "max_iter": 5},
+            "alpha must be a number where epochs is null",
+        ),
+        (DKM, {"distance": "manhattan"}, "distance must be one of euclidean, squared"),
         (KhatriRaoIDEC, {"hadamard_multiplier": 11}, "hadamard_multiplier must be null"),
         (DCEC, {}, "20 features are not a square image"),
         (DCEC, {"image_shape": [1, 4, 4]}, "holds 16 values but the data has 20 features"),

@@ -13,6 +13,10 @@ Fashion-MNIST 28×28) with update_interval chosen by silhouette from its Table 7
 
 Rows of X are images flattened in row-major (C, H, W) order; ``image_shape`` gives (C, H, W), or
 None for one channel of a square image (d must then be a square).
+
+As for IDEC (:mod:`clusterbench.methods.idec`), batches walk a seeded permutation per pass, where
+DCEC's code takes sequential slices, and the labels come from the final embedding, where it keeps
+argmax q at the last target update.
 """
 
 from __future__ import annotations

@@ -6,8 +6,12 @@ DKM makes k-means differentiable: each embedded point z_i is softly assigned to 
     p_ik = exp(−α (‖z_i − μ_k‖² − m_i)) / Σ_k' exp(−α (‖z_i − μ_k'‖² − m_i)),   m_i = min_k ‖z_i − μ_k‖²,
 
 (the shift by m_i changes nothing but keeps the exponentials finite), and the clustering loss is
-the soft k-means objective mean_i Σ_k p_ik ‖z_i − μ_k‖², trained with the reconstruction loss:
+the soft k-means objective mean_i Σ_k p_ik f(z_i, μ_k), trained with the reconstruction loss:
 L = reconstruction_weight · L_r + clustering_weight · L_c. The gradient flows through p too.
+f is ``distance``: 'euclidean', ‖z − μ‖ (ClustPy's DKM, ``squared_diffs.sqrt() * probs``, which the
+Khatri-Rao paper's DKM column runs), or 'squared', ‖z − μ‖² (the Khatri-Rao authors' own KR-DKM
+module). At α = 1000 the two pull a point to its centroid with a unit-length and with a
+2(z − μ) gradient, against a reconstruction loss of weight 1.
 
 α is either one constant (the Khatri-Rao code: α = 1000, which is nearly hard k-means), or the DKM
 paper's annealing (``alpha='annealed'``): α₁ = 0.1, α_i = 2^{1/ln(i)²}·α_{i−1} for i = 2…40 (0.1,
@@ -23,9 +27,11 @@ from typing import ClassVar
 import torch
 
 from clusterbench.methods.deep.base import AutoencoderClusterer, squared_distances
-from clusterbench.validation import POSITIVE_REAL, Constraint, is_real
+from clusterbench.validation import POSITIVE_REAL, Constraint, is_real, one_of
 
 ANNEALED_STEPS = 40
+DISTANCES = ("euclidean", "squared")
+SQRT_FLOOR = 1e-12
 
 
 def annealed_alphas(steps: int = ANNEALED_STEPS) -> list[float]:
@@ -36,11 +42,13 @@ def annealed_alphas(steps: int = ANNEALED_STEPS) -> list[float]:
     return alphas
 
 
-def dkm_loss(z: torch.Tensor, centres: torch.Tensor, alpha: float) -> torch.Tensor:
-    """mean_i Σ_k p_ik ‖z_i − μ_k‖², p = softmax(−α (d² − min_k d²)) (module docstring)."""
-    distances = squared_distances(z, centres)
-    shifted = distances - distances.min(1, keepdim=True).values.detach()
-    return (torch.softmax(-alpha * shifted, dim=1) * distances).sum(1).mean()
+def dkm_loss(z: torch.Tensor, centres: torch.Tensor, alpha: float, distance: str = "squared") -> torch.Tensor:
+    """mean_i Σ_k p_ik f(z_i, μ_k), p = softmax(−α (d² − min_k d²)), f = d² or d (module docstring)."""
+    squared = squared_distances(z, centres)
+    shifted = squared - squared.min(1, keepdim=True).values.detach()
+    # d = √d², kept off 0 where its gradient is infinite (a point on its centroid).
+    cost = squared if distance == "squared" else squared.clamp_min(SQRT_FLOOR).sqrt()
+    return (torch.softmax(-alpha * shifted, dim=1) * cost).sum(1).mean()
 
 
 class DKM(AutoencoderClusterer):
@@ -50,7 +58,8 @@ class DKM(AutoencoderClusterer):
     (``alpha``, ``update_interval``, ``tol``), with DKM's inverse temperature:
 
     alpha : a number > 0 (constant; the Khatri-Rao code's 1000) or 'annealed' (the DKM paper's 40
-        values, ``epochs`` epochs each).
+        values, ``epochs`` epochs each; needs ``epochs``).
+    distance : 'euclidean' (ClustPy's DKM) or 'squared' (module docstring).
 
     Defaults: ClustPy's DKM (100 pretraining epochs, weights 0.1 and 1, 150 epochs at lr 1e-4, α =
     1000) on DEC's d-500-500-2000-10 autoencoder, the default of every autoencoder here; the
@@ -73,6 +82,7 @@ class DKM(AutoencoderClusterer):
         clustering_weight=0.1,
         reconstruction_weight=1.0,
         alpha=1000.0,
+        distance="euclidean",
         n_init=20,
         optimizer="adam",
         lr=1e-4,
@@ -97,6 +107,7 @@ class DKM(AutoencoderClusterer):
         self.clustering_weight = clustering_weight
         self.reconstruction_weight = reconstruction_weight
         self.alpha = alpha
+        self.distance = distance
         self.n_init = n_init
         self.optimizer = optimizer
         self.lr = lr
@@ -119,6 +130,13 @@ class DKM(AutoencoderClusterer):
                     "a number > 0 or annealed",
                 ),
             ),
+            (
+                "alpha",
+                Constraint(
+                    lambda v: v != "annealed" or self.epochs is not None, "a number where epochs is null"
+                ),
+            ),
+            ("distance", one_of(DISTANCES)),
         ]
 
     def _alphas(self) -> list[float]:
@@ -129,6 +147,5 @@ class DKM(AutoencoderClusterer):
 
     def _clustering_loss(self, z, centres, target, epoch: int) -> torch.Tensor:
         alphas = self._alphas()
-        # ``epochs`` epochs per α; without epochs (max_iter alone) the last α holds.
-        stage = min(epoch // self.epochs, len(alphas) - 1) if self.epochs else len(alphas) - 1
-        return dkm_loss(z, centres, alphas[stage])
+        stage = min(epoch // self.epochs, len(alphas) - 1) if self.epochs else 0  # epochs epochs per α
+        return dkm_loss(z, centres, alphas[stage], self.distance)

@@ -24,6 +24,11 @@ the named variant ``labels_by='kmeans'``.
 The reconstruction loss's reduction is an option because the references disagree by a factor of
 d (784 on MNIST): Keras' per-element mean (IDEC, DCEC) against ClustPy's per-sample sum since
 2025 (notes, B: "Loss-scale trap"); the weight γ means something different under each.
+
+Where we differ from the references, on purpose: batches walk a fresh seeded permutation each pass
+(the Keras code takes sequential slices, and several datasets are stored sorted by class), and the
+labels are the nearest centroid of the final embedding (the code's argmax q at the last target
+update, at most ``update_interval`` steps earlier).
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ class KhatriRaoDeep:
 
     def _pretrained(self, data: torch.Tensor, n_features: int, seed: int) -> nn.Module:
         """With an integer m, one compressed AE trained ``pretrain_epochs + pretrain_epochs_step·(m−1)``
-        epochs; with 'auto', the paper's schedule against the full AE (module docstring)."""
+        epochs; with 'auto', the paper's schedule against the full AE (module docstring), each
+        network's reconstruction error taken on the full data as the code's ``F.mse_loss``."""
         self.reference_pretrain_loss_ = None
         if self.hadamard_multiplier != "auto":
             self._multiplier = self.hadamard_multiplier
@@ -105,14 +106,17 @@ class KhatriRaoDeep:
 
     def _seeded_network(self, n_features: int, pretrain_seed: int) -> nn.Module:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(pretrain_seed)
+            torch.default_generator.manual_seed(pretrain_seed)
             return self._network(n_features)
 
     def _compressed_epochs(self, multiplier: int) -> int:
         return self.pretrain_epochs + self.pretrain_epochs_step * (multiplier - 1)
 
     def _pretraining_epochs(self) -> int:
-        return self.pretrain_epochs if self._multiplier is None else self._compressed_epochs(self._multiplier)
+        """The compressed AE's epochs for its m; a dense one (m None) trains as the full AE does."""
+        if self._multiplier is None:
+            return self.reference_pretrain_epochs
+        return self._compressed_epochs(self._multiplier)
 
     def _seed_head(self, X, embedding: torch.Tensor, generator, seed: int) -> nn.Module:
         self.sizes_, n_centroids = centroid_layout(self.n_clusters, 2, self.h)
@@ -186,8 +190,11 @@ class KhatriRaoIDEC(KhatriRaoDeep, DECTargetChecks, StudentTClustering, Autoenco
         None for a dense autoencoder.
     pretrain_epochs, pretrain_epochs_step : the compressed AE trains pretrain_epochs +
         pretrain_epochs_step·(m − 1) epochs (the code: 1000 + 500(m − 1)).
-    reference_pretrain_epochs : the full AE's epochs that 'auto' compares against (150).
-    kr_n_init, kr_max_iter : Khatri-Rao k-means seeding: restarts (30) and iterations (1000).
+    reference_pretrain_epochs : the full AE's epochs: the one 'auto' compares against, and a dense
+        (``hadamard_multiplier=None``) network's (150).
+    kr_n_init, kr_max_iter : Khatri-Rao k-means seeding: restarts (30) and iterations (1000); the
+        protocentroids are seeded by it, so ``n_init`` serves only ``labels_by='kmeans'``.
+    batch_size : 512, the Khatri-Rao script's for both phases.
     centroid_lr : the protocentroids' Adam rate (1e-3, 10× the network's), or None for ``lr``.
     """
 
@@ -216,7 +223,7 @@ class KhatriRaoIDEC(KhatriRaoDeep, DECTargetChecks, StudentTClustering, Autoenco
         lr=1e-4,
         centroid_lr=1e-3,
         momentum=0.9,
-        batch_size=256,
+        batch_size=512,
         update_interval=None,
         tol=1e-3,
         epochs=150,
@@ -267,7 +274,9 @@ class KhatriRaoDKM(KhatriRaoDeep, DKM):
     """KR-DKM: DKM with protocentroids and a compressed autoencoder (module docstring).
 
     Parameters are :class:`~clusterbench.methods.DKM`'s with KR-IDEC's Khatri-Rao ones
-    (:class:`KhatriRaoIDEC`); the seeding's Khatri-Rao k-means runs at most 100 iterations.
+    (:class:`KhatriRaoIDEC`); the seeding's Khatri-Rao k-means runs at most 100 iterations. The
+    loss takes squared distances (``distance='squared'``), as the authors' ``_KR_DKM_Module`` does,
+    where ClustPy's DKM (the paper's DKM column) takes them unsquared.
     """
 
     def __init__(
@@ -288,6 +297,7 @@ class KhatriRaoDKM(KhatriRaoDeep, DKM):
         clustering_weight=1.0,
         reconstruction_weight=1.0,
         alpha=1000.0,
+        distance="squared",
         n_init=20,
         kr_n_init=30,
         kr_max_iter=100,
@@ -295,7 +305,7 @@ class KhatriRaoDKM(KhatriRaoDeep, DKM):
         lr=1e-4,
         centroid_lr=1e-3,
         momentum=0.9,
-        batch_size=256,
+        batch_size=512,
         epochs=150,
         max_iter=None,
         labels_by="assignment",
@@ -319,6 +329,7 @@ class KhatriRaoDKM(KhatriRaoDeep, DKM):
         self.clustering_weight = clustering_weight
         self.reconstruction_weight = reconstruction_weight
         self.alpha = alpha
+        self.distance = distance
         self.n_init = n_init
         self.kr_n_init = kr_n_init
         self.kr_max_iter = kr_max_iter

@@ -67,8 +67,8 @@ LABELS_BY = ("assignment", "kmeans")
 # memory of a 70000-row pass through a 2000-unit layer.
 EMBED_CHUNK = 8192
 # The cache's record of how well the autoencoder reconstructs, stored beside its weights.
-FINAL_LOSS_KEY = "__pretraining_final_loss__"
-CACHE_FORMAT = 1  # part of every key: a change of what pretraining does bumps it
+RECONSTRUCTION_KEY = "__reconstruction_error__"
+CACHE_FORMAT = 2  # part of every key: a change of what pretraining does (or stores) bumps it
 
 
 # ------------------------------------------------------------------------------------ losses
@@ -188,6 +188,18 @@ def pretrain(
     return mean
 
 
+@torch.no_grad()
+def reconstruction_error(network: nn.Module, data: torch.Tensor, reduction: str) -> float:
+    """The trained network's reconstruction loss on the full data, in row chunks (weighted so that
+    it equals the loss of one batch of every row): what the Khatri-Rao code compares to choose the
+    compressed autoencoder's rank (``F.mse_loss`` of each final network on all of X)."""
+    total = 0.0
+    for start in range(0, len(data), EMBED_CHUNK):
+        x = data[start : start + EMBED_CHUNK]
+        total += float(reconstruction_loss(x, network(x)[1], reduction)) * len(x)
+    return total / len(data)
+
+
 # ------------------------------------------------------------------------------------ the loop
 
 
@@ -215,9 +227,10 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     ``labels_by='kmeans'``), ``cluster_centers_``, ``init_centers_``, ``embedding_`` (where there
     is a network), ``n_iter_`` (clustering steps), ``loss_history_`` (mean loss per epoch),
     ``history_`` (per full-data target update: ``iteration``, ``kl``, ``changed``), ``converged_``
-    (stopped on ``tol``), ``n_params_`` (every trainable parameter: network and head),
-    ``pretrain_loss_`` (the autoencoder's last pretraining epoch), ``pretrained_from_cache_``,
-    ``device_``.
+    (stopped on ``tol``), ``n_params_`` (every parameter of the model, network (decoder included,
+    as the Khatri-Rao params column counts it) and head), ``pretrain_loss_`` (the pretrained
+    network's reconstruction loss on the full data), ``pretrained_from_cache_``, ``kmeans_`` (with
+    ``labels_by='kmeans'``: the re-clustering, which ``predict`` uses), ``device_``.
     """
 
     # The runner shows its own elapsed-time bar for a slow fit; these show their epochs instead.
@@ -296,18 +309,22 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
             if network is not None:
                 self.embedding_ = embedding.double().cpu().numpy()
             if self.labels_by == "kmeans":
-                kmeans = KMeans(self.n_clusters, n_init=self.n_init, random_state=seed % 2**32)
-                self.labels_ = kmeans.fit(embedding.double().cpu().numpy()).labels_
+                # As many clusters as the head has centroids (a Khatri-Rao h gives Πh).
+                self.kmeans_ = KMeans(len(final), n_init=self.n_init, random_state=seed % 2**32)
+                self.labels_ = self.kmeans_.fit(embedding.double().cpu().numpy()).labels_
             else:
                 self.labels_ = nearest_centre(embedding, final).cpu().numpy()
             return self
 
     def predict(self, X):
-        """The nearest centroid of each point's embedding (the method's own assignment)."""
+        """Each point's cluster as ``labels_`` gives it: the nearest centroid of its embedding (the
+        method's own assignment), or with ``labels_by='kmeans'`` the re-clustering's nearest centre."""
         X = check_predict_input(self, X, "cluster_centers_")
         with torch_threads(self.n_threads):
             data = self._input(X)
             embedding = data if self._network_ is None else self._embed(self._network_, data)
+            if self.labels_by == "kmeans":
+                return self.kmeans_.predict(embedding.double().cpu().numpy())
             return nearest_centre(embedding, self._head_.centres().detach()).cpu().numpy()
 
     # ---------------------------------------------------------------- the phases
@@ -317,7 +334,7 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
         self.pretrained_from_cache_, self.pretrain_loss_ = False, None
         pretrain_seed = self._pretrain_seed(seed)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(pretrain_seed)
+            torch.default_generator.manual_seed(pretrain_seed)  # the CPU's: networks are built there
             network = self._network(n_features)
         if network is None:
             return None
@@ -336,7 +353,9 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
         self, network: nn.Module, data: torch.Tensor, epochs: int, pretrain_seed: int
     ) -> tuple[float, bool]:
         """Load ``network``'s pretrained weights from the cache, else pretrain it and cache them;
-        (its last pretraining epoch's loss, whether it came from the cache)."""
+        (its full-data reconstruction error, whether it came from the cache). A fit with neither
+        ``random_state`` nor ``pretrain_seed`` pretrains without the cache: its drawn seed would
+        key a file no later fit could ask for."""
         network.to(self.device_)
         key = {
             "format": CACHE_FORMAT,
@@ -355,7 +374,7 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
         def build() -> dict[str, torch.Tensor]:
             built.append(True)
-            loss = pretrain(
+            pretrain(
                 network,
                 data,
                 epochs=epochs,
@@ -364,12 +383,14 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
                 reduction=self.reconstruction_reduction,
                 generator=torch.Generator(device=self.device_).manual_seed(pretrain_seed),
             )
-            return {**network.state_dict(), FINAL_LOSS_KEY: torch.tensor(loss, dtype=torch.float64)}
+            error = reconstruction_error(network, data, self.reconstruction_reduction)
+            return {**network.state_dict(), RECONSTRUCTION_KEY: torch.tensor(error, dtype=torch.float64)}
 
-        state = pretrained_state(key, build)
-        loss = float(state.pop(FINAL_LOSS_KEY))
+        seeded = self.random_state is not None or self.pretrain_seed is not None
+        state = pretrained_state(key, build) if seeded else build()
+        error = float(state.pop(RECONSTRUCTION_KEY))
         network.load_state_dict(state)
-        return loss, not built
+        return error, not built
 
     @torch.no_grad()
     def _embed(self, network: nn.Module, data: torch.Tensor) -> torch.Tensor:
