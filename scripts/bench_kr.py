@@ -1,25 +1,53 @@
-"""Speed and memory of Khatri-Rao k-means against scikit-learn's k-means (issue targets).
+"""Speed and memory of Khatri-Rao k-means against scikit-learn's k-means (issue 31's targets).
 
-Speed: the wall time of one iteration of Khatri-Rao k-means against one Lloyd iteration of
-scikit-learn ``KMeans`` with h1·h2 centroids, on blobs with n = 20000, d = 100, k = 2500
-(h1 = h2 = 50). One iteration's time is the difference of two fits that run a fixed number of
-iterations (tol = 0, one restart, the same initial centroids), divided by the difference in
-iterations, so the set-up and the final assignment cancel.
+Speed: the wall time of one iteration of Khatri-Rao k-means (sum and product, time- and
+memory-efficient) against one Lloyd iteration of scikit-learn ``KMeans`` with h1·h2 centroids,
+on blobs with n = 20000, d = 100 and k = h1·h2 clusters (h1 = h2 = 50 and 100), at 1 and 2
+threads, in float32 and float64, all in one run. One iteration's time is the difference of two
+fits capped at ``LOW`` and ``HIGH`` iterations (tol = 0, one restart, the same initial
+centroids), divided by the difference, so set-up and the final assignment cancel.
+
+How the comparison is kept fair:
+
+- Both caps lie below the iteration at which scikit-learn stops by itself (on these data it
+  finds no label change at its 5th iteration; a fit that stops skips its final assignment, so a
+  stop inside the window made its iterations look ≈ 1.5x cheaper). Every fit is checked to have
+  run exactly its cap; one that stopped early fails the benchmark instead of being divided out.
+- The methods are timed interleaved in one process: each repeat fits every method at both caps
+  in turn, and each cap keeps its least time over the repeats, so a busy spell of the machine
+  (2 cores, shared) falls on all methods alike rather than on one; ratios are taken within a
+  (threads, dtype, k) group. The machine's load average is recorded with each group.
+- Ours and scikit-learn get the same threads (torch and OpenMP/BLAS via threadpoolctl) and the
+  same data, in the same dtype.
+
+``--authors PATH`` also times the authors' NumPy implementation (maciap/KhatriRaoClustering,
+``KathriRaokMeans/kr_k_means_time_efficient.py`` and ``..._space_efficient.py``, a checkout at
+PATH; it is not a dependency and none of its code enters the project) on the same data and
+initial protocentroids, sum aggregator, movement threshold −1 so that it runs its cap.
 
 Memory: peak resident memory of one fit (3 iterations) at k = 10000 (h1 = h2 = 100, n = 20000,
-d = 100), the memory-efficient mode against k-means with h1 + h2 = 200 centroids: each fit runs
-in a fresh process that resets its peak (``/proc/self/clear_refs``) once the data is loaded
-(``clusterbench.figures.khatri_rao.fit_in_fresh_process``), so the number is the fit's own peak
-above the loaded data.
+d = 100, float64), each fit in a fresh process that resets its peak once the data is loaded
+(``clusterbench.figures.khatri_rao.fit_in_fresh_process``): the fit's own peak above the data,
+against k-means with h1 + h2 = 200 and with h1·h2 centroids.
 
-    python scripts/bench_kr.py                       # both, 2 threads, ~3 minutes on 2 cores
-    python scripts/bench_kr.py --threads 1 --quick   # smaller sizes, seconds
-Writes results/benchmarks/kr_speed_cpu.csv and kr_memory_cpu.csv (``--out`` folder).
+    python scripts/bench_kr.py                            # everything, ~5 minutes on 2 cores
+    python scripts/bench_kr.py --threads 1 --sides 50     # a part
+    python scripts/bench_kr.py --threads 2 --merge --no-memory   # replace only the 2-thread rows
+    python scripts/bench_kr.py --quick                    # n = 4000, k = 400: seconds; writes nothing
+Writes results/benchmarks/kr_speed_cpu.csv and kr_memory_cpu.csv (``--out`` folder); with
+``--merge`` the speed CSV keeps its rows of the (threads, dtype, k) groups not measured now, so
+that the groups can be measured in parts (each group is measured side by side either way).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,61 +56,107 @@ import pandas as pd
 from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
 from clusterbench.results import atomic_write_text
 from clusterbench.scripting import output_folder, positive_int, run_script
-from clusterbench.timing import seconds_per_iteration
 
 REPO = Path(__file__).resolve().parents[1]
+# Iteration caps of the timed fits: scikit-learn stops by itself at iteration 5 on these data.
+LOW, HIGH = 1, 4
+DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
-def khatri_rao(X, h, aggregator, memory_efficient, iterations, start):
+def interleaved_seconds_per_iteration(
+    fits: dict[str, Callable[[int], int]], low: int, high: int, repeats: int
+) -> dict[str, float]:
+    """Per method, one iteration's wall time: ``fits[name](cap)`` runs a fit capped at ``cap``
+    iterations and returns the iterations it ran, which must be the cap. Every repeat runs every
+    method at both caps in turn; each (method, cap) keeps its least time over the repeats."""
+    for fit in fits.values():
+        fit(low)  # warm-up: first calls pay for lazy initialisation
+    best = {(name, cap): np.inf for name in fits for cap in (low, high)}
+    for _ in range(repeats):
+        for name, fit in fits.items():
+            for cap in (low, high):
+                start = time.perf_counter()
+                ran = fit(cap)
+                best[name, cap] = min(best[name, cap], time.perf_counter() - start)
+                if ran != cap:
+                    raise RuntimeError(f"{name} stopped after {ran} of {cap} iterations: choose lower caps")
+    # A difference at or below 0 is the machine's noise, not a time: NaN, never a ratio.
+    seconds = {name: (best[name, high] - best[name, low]) / (high - low) for name in fits}
+    return {name: value if value > 0 else np.nan for name, value in seconds.items()}
+
+
+def khatri_rao(X, h, aggregator, memory_efficient, start) -> Callable[[int], int]:
     from clusterbench.methods import KhatriRaoKMeans
 
-    model = KhatriRaoKMeans(
-        h=list(h),
-        aggregator=aggregator,
-        init=start,
-        max_iter=iterations,
-        tol=0.0,
-        memory_efficient=memory_efficient,
-        device="cpu",
-        n_threads=None,  # the threads main() set, as scikit-learn's side gets
-    )
-    return model.fit(X)
+    def fit(iterations: int) -> int:
+        model = KhatriRaoKMeans(
+            h=list(h),
+            aggregator=aggregator,
+            init=start,
+            max_iter=iterations,
+            tol=0.0,
+            memory_efficient=memory_efficient,
+            device="cpu",
+            n_threads=None,  # the threads main() set, as scikit-learn's side gets
+        )
+        return model.fit(X).n_iter_
+
+    return fit
 
 
-def lloyd(X, k, iterations, start):
+def lloyd(X, start) -> Callable[[int], int]:
     from sklearn.cluster import KMeans
 
-    return KMeans(k, init=start, n_init=1, max_iter=iterations, tol=0.0, algorithm="lloyd").fit(X)
+    def fit(iterations: int) -> int:
+        model = KMeans(len(start), init=start, n_init=1, max_iter=iterations, tol=0.0, algorithm="lloyd")
+        return model.fit(X).n_iter_
+
+    return fit
 
 
-def speed(n: int, d: int, side: int, threads: int, repeats: int) -> pd.DataFrame:
-    X = scaled_blobs(n, d, side * side)
+def authors(path: Path, X, start, space_efficient: bool) -> Callable[[int], int]:
+    """The authors' KrKMeans (sum) from a checkout at ``path``, its output silenced."""
+    sys.path.insert(0, str(path))
+    if space_efficient:
+        from KathriRaokMeans.kr_k_means_space_efficient import KrKMeans
+    else:
+        from KathriRaokMeans.kr_k_means_time_efficient import KrKMeans
+
+    def fit(iterations: int) -> int:
+        model = KrKMeans(X, len(start[0]), len(start[1]), standardize=False, operator="sum")
+        with contextlib.redirect_stdout(io.StringIO()):
+            model.fit(iterations, th_movement=-1.0, init_type=[s.copy() for s in start])
+        return iterations  # a movement threshold below 0 never stops it
+
+    return fit
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def speed(n, d, side, threads, dtype, repeats, authors_path=None) -> pd.DataFrame:
+    X = scaled_blobs(n, d, side * side).astype(DTYPES[dtype])
     rng = np.random.default_rng(0)
     protocentroids = [X[rng.choice(n, side, replace=False)] for _ in range(2)]
     centroids = X[rng.choice(n, side * side, replace=False)]
-    rows = [
-        {
-            "method": "kmeans_sklearn_h1h2",
-            "seconds_per_iteration": seconds_per_iteration(
-                lambda it: lloyd(X, side * side, it, centroids), 2, 7, repeats
-            ),
-        }
-    ]
+    fits = {"kmeans_sklearn_h1h2": lloyd(X, centroids)}
     for aggregator in ("sum", "product"):
         for memory_efficient in (False, True):
-            seconds = seconds_per_iteration(
-                lambda it, a=aggregator, m=memory_efficient: khatri_rao(
-                    X, (side, side), a, m, it, protocentroids
-                ),
-                2,
-                7,
-                repeats,
-            )
             mode = "memory_efficient" if memory_efficient else "time_efficient"
-            rows.append({"method": f"kr_kmeans_{aggregator}_{mode}", "seconds_per_iteration": seconds})
-    frame = pd.DataFrame(rows)
-    frame["ratio_to_kmeans"] = frame["seconds_per_iteration"] / frame["seconds_per_iteration"].iloc[0]
-    return frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads)
+            fits[f"kr_kmeans_{aggregator}_{mode}"] = khatri_rao(
+                X, (side, side), aggregator, memory_efficient, protocentroids
+            )
+    if authors_path is not None:
+        for space in (False, True):
+            name = f"authors_numpy_sum_{'space' if space else 'time'}_efficient"
+            fits[name] = authors(authors_path, X, protocentroids, space)
+    before = load()
+    seconds = interleaved_seconds_per_iteration(fits, LOW, HIGH, repeats)
+    frame = pd.DataFrame({"method": list(seconds), "seconds_per_iteration": list(seconds.values())})
+    frame["ratio_to_kmeans"] = frame["seconds_per_iteration"] / seconds["kmeans_sklearn_h1h2"]
+    frame = frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads, dtype=dtype)
+    return frame.assign(caps=f"{LOW}-{HIGH}", repeats=repeats, load_before=before, load_after=load())
 
 
 def memory(n: int, d: int, side: int, threads: int) -> pd.DataFrame:
@@ -91,14 +165,15 @@ def memory(n: int, d: int, side: int, threads: int) -> pd.DataFrame:
     specs = {
         "kmeans_sklearn_h1+h2": {"method": "sklearn k-means", "k": 2 * side},
         "kmeans_sklearn_h1h2": {"method": "sklearn k-means"},
-        "kr_kmeans_sum_memory_efficient": {"method": "KR-k-means-+ (h1+h2)"},
-        "kr_kmeans_product_memory_efficient": {"method": "KR-k-means-× (h1+h2)"},
         "kr_kmeans_sum_time_efficient": {"method": "KR-k-means-+ (h1+h2)", "memory_efficient": False},
+        "kr_kmeans_sum_memory_efficient": {"method": "KR-k-means-+ (h1+h2)"},
+        "kr_kmeans_product_time_efficient": {"method": "KR-k-means-× (h1+h2)", "memory_efficient": False},
+        "kr_kmeans_product_memory_efficient": {"method": "KR-k-means-× (h1+h2)"},
     }
     rows = [{"method": name, **fit_in_fresh_process({**common, **spec})} for name, spec in specs.items()]
     frame = pd.DataFrame(rows).drop(columns=["seconds", "n_iter"])
     frame["ratio_to_kmeans_h1+h2"] = frame["peak_mib"] / frame["peak_mib"].iloc[0]
-    return frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads)
+    return frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads, dtype="float64")
 
 
 def main() -> None:
@@ -106,12 +181,16 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--threads", type=positive_int, default=2, help="torch and OpenMP threads (default 2)"
+        "--threads", type=positive_int, nargs="+", default=[1, 2], help="thread counts timed (default 1 2)"
     )
-    parser.add_argument(
-        "--quick", action="store_true", help="n = 4000, k = 400 / 1600: seconds; writes nothing"
-    )
+    parser.add_argument("--sides", type=positive_int, nargs="+", default=[50, 100], help="h1 = h2 (50 100)")
+    parser.add_argument("--dtypes", nargs="+", choices=list(DTYPES), default=list(DTYPES))
     parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--authors", type=Path, help="a checkout of maciap/KhatriRaoClustering to time too")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
+    parser.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
+    parser.add_argument("--merge", action="store_true", help="keep the speed CSV's other groups")
+    parser.add_argument("--quick", action="store_true", help="n = 4000, k = 400 / 1600: writes nothing")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks")
     args = parser.parse_args()
     if not args.quick:
@@ -119,17 +198,33 @@ def main() -> None:
     import torch
     from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(args.threads)
-    n, speed_side, memory_side = (4000, 20, 40) if args.quick else (20000, 50, 100)
-    with threadpool_limits(args.threads):
-        fast = speed(n, 100, speed_side, args.threads, args.repeats)
-    print(fast.to_string(index=False))
-    lean = memory(n, 100, memory_side, args.threads)
-    print(lean.to_string(index=False))
+    n, sides, memory_side = (4000, [20], 40) if args.quick else (20000, args.sides, 100)
+    frames, written = [], []
+    for threads in [] if args.no_speed else args.threads:
+        torch.set_num_threads(threads)
+        with threadpool_limits(threads):
+            for side in sides:
+                for dtype in args.dtypes:
+                    frame = speed(n, 100, side, threads, dtype, args.repeats, args.authors)
+                    print(frame.to_string(index=False), flush=True)
+                    frames.append(frame)
+    fast = pd.concat(frames, ignore_index=True) if frames else None
+    if fast is not None and args.merge and (args.out / "kr_speed_cpu.csv").exists():
+        kept = pd.read_csv(args.out / "kr_speed_cpu.csv")
+        group = ["threads", "dtype", "k"]
+        measured = kept[group].apply(tuple, axis=1).isin(set(fast[group].apply(tuple, axis=1)))
+        fast = pd.concat([kept[~measured], fast], ignore_index=True)
+        fast = fast.sort_values(["threads", "k", "dtype"], kind="stable")  # a group's rows stay in order
+    if fast is not None:
+        written.append((fast, "kr_speed_cpu.csv"))
+    if not args.no_memory:
+        lean = memory(n, 100, memory_side, max(args.threads))
+        print(lean.to_string(index=False))
+        written.append((lean, "kr_memory_cpu.csv"))
     if args.quick:
         print("--quick: nothing written")
         return
-    for frame, name in ((fast, "kr_speed_cpu.csv"), (lean, "kr_memory_cpu.csv")):
+    for frame, name in written:
         atomic_write_text(args.out / name, frame.to_csv(index=False, float_format="%.6g"))
         print(f"wrote {args.out / name}")
 

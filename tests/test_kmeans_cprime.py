@@ -158,6 +158,29 @@ def test_batched_restarts_repeat_the_single_runs_and_keep_the_highest_free_energ
     assert np.array_equal(batched.predict(X), best.labels_)
 
 
+@pytest.mark.parametrize(
+    "estimator",
+    [lambda **kw: KMeansCPrime(25, c_prime=1, **kw), lambda **kw: LazyKMeans(25, epsilon=0.1, **kw)],
+    ids=["c_prime_1", "lazy"],
+)
+def test_hard_assignments_batched_repeat_the_single_runs(birch, estimator):
+    # Hard assignments keep their sets as a view of the labels and read them without copies while
+    # every restart runs; the restarts stop at different iterations, so the batch also runs with
+    # some restarts done (indexed reads and writes). Each restart must be its single run.
+    X, _ = birch
+    batched = estimator(n_init=5, random_state=3, init="random", tol=1e-8).fit(X)
+    singles = [
+        estimator(n_init=1, random_state=s, init="random", tol=1e-8).fit(X) for s in restart_seeds(3, 5)
+    ]
+    assert len({s.n_iter_ for s in singles}) > 1  # they do stop at different iterations
+    # (a batched product rounds differently from a single one: equal to 1e-10, labels exactly)
+    np.testing.assert_allclose(batched.restart_free_energies_, [s.free_energy_ for s in singles], atol=1e-10)
+    best = singles[int(np.argmax([s.free_energy_ for s in singles]))]
+    np.testing.assert_array_equal(batched.labels_, best.labels_)
+    for key, values in best.history_.items():
+        np.testing.assert_allclose(batched.history_[key], values, rtol=0, atol=1e-10)
+
+
 def test_metrics_recompute_the_models_likelihood_and_quantization_error(birch):
     X, _ = birch
     model = KMeansCPrime(25, c_prime=2, random_state=0).fit(X)

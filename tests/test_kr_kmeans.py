@@ -17,7 +17,11 @@ from clusterbench.methods import KhatriRaoKMeans, KhatriRaoNaive
 from clusterbench.methods._seeding import restart_seeds
 from clusterbench.methods.kr_kmeans import (
     aggregate,
+    assign_explicit,
+    assign_without_centroids,
+    centred_norms,
     centroid_movement,
+    first_min,
     protocentroid_budget,
     protocentroid_sizes,
     update_protocentroids,
@@ -241,6 +245,116 @@ def test_distances_stay_exact_far_from_the_origin(aggregator, dtype, offset):
     np.testing.assert_array_equal(model.labels_, direct.argmin(1))
     assert model.inertia_ == pytest.approx(direct.min(1).sum(), rel=1e-4)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+# (3, 13) in float64 and (4, 50) in float32 pad their tiles' rows (_reduced_width)
+@pytest.mark.parametrize("sizes", [(9,), (2, 5), (7, 4), (13, 11), (3, 13), (4, 50), (3, 4, 5), (2, 3, 2, 3)])
+@pytest.mark.parametrize("restarts", [1, 3])
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_the_sum_assignment_without_centroids_equals_the_materialised_one(
+    dtype, sizes, restarts, memory_efficient, monkeypatch
+):
+    # Small tiles, so that several row and prefix tiles are reduced; off-centre data and a k
+    # below Πh (the last tuples are no centroids). Labels equal, distances equal to rounding.
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.TILE_ELEMENTS", 97)
+    rng = torch.Generator().manual_seed(sum(sizes) + restarts)
+    points = (3 * torch.randn(1500, 7, generator=rng, dtype=torch.float64) + 20).to(dtype)
+    # distinct protocentroids: the explicit GEMM need not round two equal centroids alike
+    draws = torch.stack([torch.randperm(1500, generator=rng)[: sum(sizes)] for _ in range(restarts)])
+    sets = [0.5 * points[part] for part in draws.split(list(sizes), 1)]
+    frame = centred_norms(points)
+    for n_centroids in (math.prod(sizes), math.prod(sizes) - sizes[-1] - 1):
+        if n_centroids < 1:
+            continue
+        expected = assign_explicit(points, frame, sets, "sum", n_centroids, memory_efficient)
+        labels, distances = assign_without_centroids(points, frame, sets, n_centroids, memory_efficient)
+        torch.testing.assert_close(labels, expected[0], rtol=0, atol=0)
+        assert int(labels.max()) < n_centroids
+        scale = float(expected[1].max())
+        torch.testing.assert_close(
+            distances, expected[1], rtol=0, atol=scale * (1e-5 if dtype == torch.float32 else 1e-12)
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("sizes", [(4, 3), (3, 2, 4)])
+def test_the_sum_assignment_keeps_the_first_of_tied_centroids(dtype, sizes, monkeypatch):
+    # Exact ties: integer data and protocentroids whose means are 0 (the centring then shifts
+    # nothing), so every distance is exact and many points sit at equal distance from distinct
+    # centroids; duplicated protocentroids tie whole rows. Both paths must keep the first nearest
+    # in row-major order, as argmin over the exact distances does.
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.TILE_ELEMENTS", 50)
+    rng = np.random.default_rng(5)
+    half = rng.integers(-3, 4, size=(200, 3))
+    points = np.concatenate([half, -half])  # mean exactly 0
+    sets = []
+    for h in sizes:
+        half_set = rng.integers(-2, 3, size=((h + 1) // 2, 3))
+        theta = (
+            np.concatenate([half_set, -half_set])[:h]
+            if h % 2 == 0
+            else np.concatenate([half_set[:-1], -half_set[:-1], 0 * half_set[-1:]])
+        )
+        sets.append(theta)
+    sets[0][1] = sets[0][0]  # a duplicated protocentroid: centroids (1, …) tie with (0, …)
+    centroids = aggregate([torch.as_tensor(t) for t in sets], "sum").numpy()
+    exact = ((points[:, None] - centroids[None]) ** 2).sum(-1)
+    first = exact.argmin(1)
+    assert (exact == exact.min(1, keepdims=True)).sum(1).max() > 2  # ties do occur
+    as_torch = torch.as_tensor(points).to(dtype)
+    protocentroids = [torch.as_tensor(t).to(dtype)[None] for t in sets]
+    frame = centred_norms(as_torch)
+    for assign in (
+        lambda: assign_without_centroids(as_torch, frame, protocentroids, len(centroids)),
+        lambda: assign_explicit(as_torch, frame, protocentroids, "sum", len(centroids)),
+    ):
+        labels, distances = assign()
+        np.testing.assert_array_equal(labels[0].numpy(), first)
+        np.testing.assert_array_equal(distances[0].numpy(), exact.min(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("size", [1, 5, 64, 65, 127, 130, 2500])
+def test_first_min_is_the_minimum_and_its_first_index(dtype, size):
+    # the materialised path's arg min: grouped minima without indices, the first least group searched
+    rng = torch.Generator().manual_seed(size)
+    for values in (
+        torch.randint(0, 4, (3, 17, size), generator=rng).to(dtype),  # many ties
+        torch.randn(3, 17, size, generator=rng, dtype=dtype),
+    ):
+        value, index = first_min(values)
+        torch.testing.assert_close(value, values.amin(-1), rtol=0, atol=0)
+        first = (values == values.amin(-1, keepdim=True)).to(torch.int8).argmax(-1)  # argmax: first
+        torch.testing.assert_close(index, first, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("sizes", [(3, 4), (2, 3, 4)])
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_the_sum_update_solves_each_set_given_the_latest_others(sizes, memory_efficient):
+    # Proposition 6.1 set after set, written point by point: θˡ_j = mean of x − Σ_(m≠l) θᵐ over
+    # the points whose l-th index is j, with the sets before l already updated.
+    rng = np.random.default_rng(6)
+    points = rng.normal(size=(300, 5))
+    labels = rng.integers(0, math.prod(sizes), size=300)
+    sets = [rng.normal(size=(h, 5)) for h in sizes]
+    tuples = np.stack(np.unravel_index(labels, sizes), 1)
+    expected = [s.copy() for s in sets]
+    for a, h in enumerate(sizes):
+        others = sum(expected[m][tuples[:, m]] for m in range(len(sizes)) if m != a)
+        for j in range(h):
+            expected[a][j] = (points - others)[tuples[:, a] == j].mean(0)
+    updated = update_protocentroids(
+        torch.as_tensor(points),
+        torch.as_tensor(labels)[None],
+        [torch.as_tensor(s)[None] for s in sets],
+        "sum",
+        [torch.Generator().manual_seed(0)],
+        torch.ones(1, dtype=torch.bool),
+        memory_efficient,
+    )
+    for got, want in zip(updated, expected, strict=True):
+        np.testing.assert_allclose(got[0].numpy(), want, rtol=1e-12, atol=1e-12)
 
 
 def test_movement_is_exact_for_float32_protocentroids():

@@ -92,8 +92,11 @@ def affinities(points: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
     return torch.matmul(centres, points.T).sub_(0.5 * (centres * centres).sum(-1, keepdim=True))
 
 
-def nearest_clusters(scores: torch.Tensor, guess: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(max, arg max) over the clusters (dim 1) of ``scores`` (R, C, m).
+def nearest_clusters(
+    scores: torch.Tensor, guess: torch.Tensor | None, guessed: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(max, arg max) over the clusters (dim 1) of ``scores`` (R, C, m); ``guessed``: the scores
+    of the ``guess`` (R, 1, m), when the caller has gathered them.
 
     With a ``guess`` (R, m) of the arg max (the last iteration's labels, which mostly still hold)
     only the points whose guessed cluster falls short of the max are searched: torch's max with
@@ -104,7 +107,8 @@ def nearest_clusters(scores: torch.Tensor, guess: torch.Tensor | None) -> tuple[
         return scores.max(1)
     best = scores.amax(1)
     nearest = guess.clone()
-    restart, point = (scores.gather(1, guess[:, None])[:, 0] < best).nonzero(as_tuple=True)
+    guessed = scores.gather(1, guess[:, None]) if guessed is None else guessed
+    restart, point = (guessed[:, 0] < best).nonzero(as_tuple=True)
     if len(point):
         nearest[restart, point] = scores[restart, :, point].max(-1).indices
     return best, nearest
@@ -298,8 +302,11 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         c_prime = self._truncation()
         hard = c_prime == 1  # one cluster per point (k-means, lazy-k-means): eq. 13 and 17 apply
         # The sets K of the last E-step (R, C′, n); none are stored when C′ = C > 1 (all clusters).
+        # A hard assignment's set is its label: a view of the labels, written with them.
         sets = None
-        if c_prime < n_clusters or hard:
+        if hard:
+            sets = labels[:, None, :]
+        elif c_prime < n_clusters:
             sets = torch.zeros(restarts, c_prime, n, dtype=torch.long, device=device)
         # Hard assignments: Σ y and the count of each cluster, kept up to date by the points that
         # move (after the first iterations few do) rather than summed anew.
@@ -312,13 +319,16 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         history = [{key: [] for key in keys} for _ in range(restarts)]
         for iteration in range(self.max_iter + 1):
             running = active.nonzero().squeeze(1)
+            # Every restart running (always, with one): the per-chunk reads and writes of labels and
+            # sets are views, not copies.
+            rows = slice(None) if len(running) == restarts else running
             current, s2 = centres[running], sigma2[running]
             # [μ/σ², −‖μ‖²/(2σ²)]: against [y, 1] the scores a/σ² in one product.
             scaled = current / s2[:, None, None]
             scaled = torch.cat([scaled, -0.5 * (scaled * current).sum(-1, keepdim=True)], -1)
             held_sets = None if iteration == 0 else sets
             # For hard assignments: the held assignment, copied before the pass overwrites it.
-            moved_from = held_sets[running] if hard and held_sets is not None else None
+            moved_from = held_sets[rows].clone() if hard and held_sets is not None else None
             totals = {key: torch.zeros(len(running), dtype=dtype, device=device) for key in _PASS_TOTALS}
             if c_prime > 1:  # soft responsibilities: Σ q and Σ q y summed anew each pass
                 weights = torch.zeros(len(running), n_clusters, dtype=dtype, device=device)
@@ -326,15 +336,22 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
             for lo, hi in bounds:
                 block = points[lo:hi]
                 scores = torch.matmul(scaled, extended[lo:hi].T)  # a/σ² = log p(c, y|Θ) + terms free of c
-                best, nearest = nearest_clusters(scores, None if iteration == 0 else labels[running, lo:hi])
-                before = None if held_sets is None else held_sets[running, :, lo:hi]
-                new_sets, labels[running, lo:hi] = self._e_step(scores, nearest, before, norms[lo:hi], s2)
+                guess = None if iteration == 0 else labels[rows, lo:hi]
+                guessed = None if guess is None else scores.gather(1, guess[:, None])
+                best, nearest = nearest_clusters(scores, guess, guessed)
+                before = None if held_sets is None else held_sets[rows, :, lo:hi]
+                new_sets, assigned = self._e_step(scores, nearest, before, norms[lo:hi], s2)
                 # F(K_t, Θ_t) with the sets the last M-step used; at the seeding the new sets K_1.
-                held = new_sets if before is None else before
-                held_scores = None if held is None else scores.gather(1, held)
+                if before is None:
+                    held_scores = None if new_sets is None else scores.gather(1, new_sets)
+                elif hard:  # the held set is the last label, whose scores the guess gathered
+                    held_scores = guessed
+                else:
+                    held_scores = scores.gather(1, before)
                 chosen = None if new_sets is None or hard else scores.gather(1, new_sets)
-                if new_sets is not None:
-                    sets[running, :, lo:hi] = new_sets
+                labels[rows, lo:hi] = assigned  # a hard assignment's sets with them
+                if new_sets is not None and not hard:
+                    sets[rows, :, lo:hi] = new_sets
                 # From here on the scores are overwritten: exp(a/σ² − max), the terms of eq. 3.
                 spread = scores.sub_(best[:, None]).exp_()
                 total = spread.sum(1)
@@ -357,7 +374,7 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
                 weights += responsibilities.sum(-1)
                 sums += torch.matmul(responsibilities, block)
             if hard:
-                _move_points(hard_sums, hard_counts, running, points, moved_from, sets[running])
+                _move_points(hard_sums, hard_counts, running, points, moved_from, sets[rows])
                 weights, sums = hard_counts[running], hard_sums[running]
             # ‖y‖²/(2σ²) cancels from q and enters the free energies as a mean over the points.
             offset = log_normaliser(n_clusters, n_features, s2) - total_norm / (2 * n * s2)

@@ -31,6 +31,14 @@ Where the paper leaves a choice open, and what is done here:
   the authors' rule.
 - With the product aggregator a coordinate in which all the other factors of a protocentroid's
   points are 0 leaves that coordinate of the objective constant; it keeps its value.
+- Assignment: the sum needs no centroid. ‖x − Σ_l θˡ_(j_l)‖² is, up to ‖x‖², a sum of the
+  products x·θˡ (one GEMM of n × (h1 + … + hp)) and of a table over the index tuples built from
+  the set-pair Gram matrices, so finding the nearest of Πh centroids costs n·Πh additions and no
+  factor d (:func:`assign_without_centroids`); its updates come from per-set sums of the points
+  and counts of index pairs, and the movement from the protocentroids: no step of an iteration
+  does k × d work. The product materialises its centroids (:func:`assign_explicit`). Both keep
+  the row-major first nearest centroid on ties (the materialised GEMM can round two identical
+  centroids differently; the factored sum computes them alike, so it keeps the first).
 - Stopping: the squared movement of all h1·…·hp centroids, Σ‖μ_new − μ_old‖², below ``tol``
   (the authors' criterion, 1e-4), or ``max_iter`` iterations (200). The movement is computed in
   closed form from the protocentroids, so no centroid is materialised for it.
@@ -42,6 +50,7 @@ Where the paper leaves a choice open, and what is done here:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,6 +87,17 @@ CHUNK_ELEMENTS = 1 << 20
 # time (whole runs of the last set): the fit's memory stays near the data's own.
 LEAN_CHUNK_ELEMENTS = 1 << 16
 BLOCK_CENTROIDS = 256
+# The sum's assignment without centroids writes its (restarts × rows × centroids) values in tiles
+# of this many elements (2 MiB in float64), each reduced while it is in cache: two torch ops per
+# tile, so smaller tiles pay more in dispatch than they gain in cache (at k = 2500 and 10000,
+# 2^16-element tiles took 1.2x and 1.9x as long as 2^18, one thread, a busy machine).
+TILE_ELEMENTS = 1 << 18
+# Its row chunks: the n × Σh products (and the prefix sums, and the chunk's centred points) hold
+# about this many elements each (2 MiB in float64), so that the default mode peaks near
+# k-means with Σh centroids; the GEMM is as fast with such chunks as with larger ones.
+PRODUCTS_ELEMENTS = 1 << 18
+# first_min's groups: the minimum over each is taken without indices.
+MIN_GROUP = 64
 # k-means++ seeding with the product aggregator divides by the anchor point x₀; its coordinates
 # smaller in magnitude than this fraction of the data's mean absolute value are raised to it.
 DIVISOR_FLOOR = 0.1
@@ -302,10 +322,13 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
     reseed : ``"point"`` (an empty protocentroid becomes a random data point x: the authors' code)
         or ``"centred"`` (sum aggregator only: it becomes x − Σ_(m≠l) mean_j θᵐ_j, so that the
         mean of its centroids is x; see the module docstring).
-    memory_efficient : bool. False materialises the k centroids once per iteration (the paper's
-        time-efficient implementation); True builds them block by block inside the assignment,
-        O((n + Σh)·d) memory (Algorithm 1), and sums its updates point by point rather than
-        cluster by cluster. Both give the same result up to rounding.
+    memory_efficient : bool. With the product aggregator (or p = 1), False materialises the k
+        centroids once per iteration (the paper's time-efficient implementation) and True builds
+        them block by block inside the assignment, O((n + Σh)·d) memory (Algorithm 1), summing
+        its updates point by point rather than cluster by cluster. The sum aggregator of p ≥ 2
+        sets builds no centroid in either mode (:func:`assign_without_centroids`, and updates
+        from per-set sums): True only shrinks the assignment's row chunks. Both modes give the
+        same labels.
     random_state : int or None; restart r uses :func:`~clusterbench.methods._seeding.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
@@ -521,7 +544,7 @@ def centred_norms(points: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     centres its data for the same reason). Computed in row chunks: no (n, d) temporary.
     """
     mean = points.mean(0)
-    rows = max(1, CHUNK_ELEMENTS // points.shape[1])
+    rows = max(1, LEAN_CHUNK_ELEMENTS // points.shape[1])  # a one-off pass: small chunks cost nothing
     norms = torch.cat([((points[lo : lo + rows] - mean) ** 2).sum(1) for lo in range(0, len(points), rows)])
     return mean, norms
 
@@ -530,10 +553,22 @@ def assign(points, frame, protocentroids, aggregator, n_centroids, memory_effici
     """Nearest of the first ``n_centroids`` centroids for every point and restart.
 
     ``points`` (n, d) with ``frame`` = :func:`centred_norms` of them; ``protocentroids`` p tensors
-    (R, h_l, d). Returns labels (R, n) and squared distances (R, n). Distances by the GEMM identity
-    ‖x − m‖² − 2(x − m)·(μ − m) + ‖μ − m‖², in row chunks so that no temporary exceeds
-    ``CHUNK_ELEMENTS`` (``LEAN_CHUNK_ELEMENTS`` when memory-efficient); the running minimum keeps
-    the first nearest centroid.
+    (R, h_l, d). Returns labels (R, n) (row-major index tuples, the first nearest centroid on a
+    tie) and squared distances (R, n). The sum aggregator of p ≥ 2 sets needs no centroid:
+    :func:`assign_without_centroids`; the product builds them, :func:`assign_explicit` (measured
+    faster than its factored form, see docs/benchmarks.md), as does p = 1 (plain k-means: the
+    protocentroids are the centroids).
+    """
+    if aggregator == "sum" and len(protocentroids) > 1:
+        return assign_without_centroids(points, frame, protocentroids, n_centroids, memory_efficient)
+    return assign_explicit(points, frame, protocentroids, aggregator, n_centroids, memory_efficient)
+
+
+def assign_explicit(points, frame, protocentroids, aggregator, n_centroids, memory_efficient=False):
+    """:func:`assign` with the centroids materialised (all at once, or in blocks when
+    memory-efficient): distances by the GEMM identity ‖x − m‖² − 2(x − m)·(μ − m) + ‖μ − m‖², in
+    row chunks so that no temporary exceeds ``CHUNK_ELEMENTS`` (``LEAN_CHUNK_ELEMENTS`` when
+    memory-efficient); the running minimum keeps the first nearest centroid.
     """
     mean, norms = frame
     restarts, n = protocentroids[0].shape[0], len(points)
@@ -547,11 +582,144 @@ def assign(points, frame, protocentroids, aggregator, n_centroids, memory_effici
         for lo in range(0, n, rows):
             chunk = (points[lo : lo + rows] - mean).expand(restarts, -1, -1)
             # ‖μ‖² − 2x·μ: the point's own ‖x‖² does not change which centroid is nearest
-            value, index = torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2).min(-1)
+            value, index = first_min(torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2))
             closer = value < best[:, lo : lo + rows]
             best[:, lo : lo + rows] = torch.where(closer, value, best[:, lo : lo + rows])
             labels[:, lo : lo + rows] = torch.where(closer, index + start, labels[:, lo : lo + rows])
     return labels, (best + norms).clamp_min(0.0)
+
+
+def first_min(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``values.min(-1)``: the least value and the index of its first occurrence, by a minimum
+    without indices over groups of ``MIN_GROUP`` (vectorised: torch's minimum with indices costs
+    about four of them), the first least group's values searched for the index."""
+    size = values.shape[-1]
+    group = min(size, MIN_GROUP)
+    whole = size - size % group
+    grouped = values[..., :whole].unflatten(-1, (whole // group, group))
+    minima = grouped.amin(-1)
+    chosen = minima.argmin(-1, keepdim=True)  # the first group holding the least value
+    value = minima.gather(-1, chosen)[..., 0]
+    within = grouped.gather(-2, chosen[..., None].expand(*chosen.shape, group))[..., 0, :]
+    index = chosen[..., 0] * group + within.argmin(-1)
+    if whole < size:  # the last size % group values: after every group, so only a lesser one wins
+        rest, at = values[..., whole:].min(-1)
+        later = rest < value
+        value, index = torch.where(later, rest, value), torch.where(later, at + whole, index)
+    return value, index
+
+
+def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_efficient=False):
+    """:func:`assign` for the sum aggregator, with no centroid built.
+
+    With θ'ˡ the sets in the centred frame (:func:`_centred_sets`, μ − m = Σ_l θ'ˡ_(j_l)),
+    ‖μ − m‖² − 2(x − m)·(μ − m) = T[j1, …, jp] + Σ_l a_l[x, j_l]: the table T = Σ_l ‖θ'ˡ_(j_l)‖²
+    + 2 Σ_(l<m) θ'ˡ_(j_l)·θ'ᵐ_(j_m) (:func:`_pair_table`, from the small set-pair Gram matrices)
+    and a_l = −2(x − m)·θ'ˡ, the n × (h1 + … + hp) products of one GEMM. What remains is a
+    minimum over the index tuples, n·Πh additions with no factor d. The value of a tuple is
+    (T + a_p) + (a_1 + … + a_(p−1)); per row chunk, T + a_p is written in tiles of
+    ``TILE_ELEMENTS`` (they stay in cache) and reduced over the last set at once; the prefix sum
+    is added to those minima (rounding is monotone: the minimum of the sums), the first least
+    prefix taken, and its row recomputed with the same arithmetic for the first least last
+    index: the row-major first nearest tuple, as :func:`assign_explicit` keeps. The products and
+    prefix sums of a row chunk hold at most ``PRODUCTS_ELEMENTS`` (``LEAN_CHUNK_ELEMENTS`` when
+    memory-efficient), so both modes use O((n + Σh)·d + Πh) memory.
+    """
+    mean, norms = frame
+    sets = _centred_sets(protocentroids, mean)
+    restarts, n = sets[0].shape[0], len(points)
+    sizes = [theta.shape[1] for theta in sets]
+    last, prefixes = sizes[-1], math.prod(sizes[:-1])
+    table = _pair_table(sets, n_centroids).reshape(restarts, 1, prefixes, last)
+    projector = torch.cat(sets, 1).mul_(-2).transpose(1, 2)  # (R, d, Σh): −2θ', an exact scaling
+    budget = LEAN_CHUNK_ELEMENTS if memory_efficient else PRODUCTS_ELEMENTS
+    rows = max(1, budget // max(restarts * sum(sizes), restarts * prefixes, points.shape[1]))
+    tile_rows = max(1, TILE_ELEMENTS // (restarts * prefixes * last))
+    tile_prefixes = prefixes if tile_rows > 1 else max(1, TILE_ELEMENTS // (restarts * last))
+    # +inf beyond the last set's size: padding that no minimum takes
+    tile = torch.full(
+        (restarts, min(tile_rows, rows, n), min(tile_prefixes, prefixes), _reduced_width(last, points.dtype)),
+        math.inf,
+        dtype=points.dtype,
+        device=points.device,
+    )
+    labels = torch.empty((restarts, n), dtype=torch.long, device=points.device)
+    best = torch.empty((restarts, n), dtype=points.dtype, device=points.device)
+    for lo in range(0, n, rows):
+        products = torch.matmul(points[lo : lo + rows] - mean, projector)  # (R, m, Σh)
+        *heads, tail = products.split(sizes, -1)
+        head = _prefix_sums(heads)  # (R, m, prefixes): a_1 + … + a_(p−1), None for p = 1
+        m = products.shape[1]
+        nearest = torch.empty((restarts, m, prefixes), dtype=points.dtype, device=points.device)
+        for first in range(0, m, tile_rows):
+            stop = min(m, first + tile_rows)
+            for start in range(0, prefixes, tile_prefixes):
+                end = min(prefixes, start + tile_prefixes)
+                values = tile[:, : stop - first, : end - start]
+                torch.add(table[:, :, start:end], tail[:, first:stop, None], out=values[..., :last])
+                nearest[:, first:stop, start:end] = values.amin(-1)
+        if head is not None:
+            nearest += head
+        prefix = nearest.argmin(-1)  # (R, m): the first least prefix
+        best[:, lo : lo + m] = nearest.gather(-1, prefix[..., None])[..., 0]
+        row = table[:, 0].gather(1, prefix[..., None].expand(-1, -1, last)) + tail
+        if head is not None:
+            row += head.gather(-1, prefix[..., None])
+        labels[:, lo : lo + m] = prefix * last + row.argmin(-1)
+    return labels, (best + norms).clamp_min(0.0)
+
+
+def _reduced_width(size: int, dtype: torch.dtype) -> int:
+    """The row width of a tile whose rows of ``size`` values are reduced by a minimum: torch's
+    vectorised reduction takes whole runs of 128 bytes and the rest one value at a time, which
+    made a float32 minimum over 50 values 5x as slow per value as over 64. A remainder of more
+    than a quarter run is padded to a whole run where that adds at most 30% to the row."""
+    run = 128 // torch.finfo(dtype).bits * 8
+    padded = -(-size // run) * run
+    return padded if size % run > run // 4 and padded <= 1.3 * size else size
+
+
+def _centred_sets(protocentroids, mean) -> list[torch.Tensor]:
+    """The sum's sets in the centred frame with the least cancellation: each set after the first
+    shifted to mean zero and the first by the mean m of the data and the other sets' means, so
+    that θ'¹_(j1) + … + θ'ᵖ_(jp) = μ_(j1…jp) − m for every index tuple (a sum is unchanged by
+    a shift between its sets; the shifts keep the terms of :func:`_pair_table` small)."""
+    shifts = [theta.mean(1, keepdim=True) for theta in protocentroids[1:]]
+    first = protocentroids[0] - mean
+    for shift in shifts:
+        first = first + shift
+    return [first, *(theta - shift for theta, shift in zip(protocentroids[1:], shifts, strict=True))]
+
+
+def _pair_table(sets, n_centroids: int) -> torch.Tensor:
+    """‖θ'¹_(j1) + … + θ'ᵖ_(jp)‖² for every index tuple, (R, Πh) row-major, from the norms and the
+    set-pair Gram matrices (Πh·p² additions, no factor d); tuples past ``n_centroids`` are +inf,
+    so that no point is assigned to them."""
+    restarts, p = sets[0].shape[0], len(sets)
+    sizes = [theta.shape[1] for theta in sets]
+
+    def spread(tensor, axes):
+        shape = [restarts] + [1] * p
+        for axis in axes:
+            shape[1 + axis] = sizes[axis]
+        return tensor.reshape(shape)
+
+    table = sum(spread((theta * theta).sum(-1), [a]) for a, theta in enumerate(sets))
+    for a, b in itertools.combinations(range(p), 2):
+        table = table + spread(2 * torch.bmm(sets[a], sets[b].transpose(1, 2)), [a, b])
+    table = table.expand(restarts, *sizes).reshape(restarts, -1).clone()
+    table[:, n_centroids:] = math.inf
+    return table
+
+
+def _prefix_sums(parts) -> torch.Tensor | None:
+    """(R, m, h1·…·h_q) row-major sums a_1[j1] + … + a_q[jq] of ``parts`` (R, m, h_l); None if none."""
+    if not parts:
+        return None
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = (combined[..., :, None] + part[..., None, :]).flatten(-2)
+    return combined
 
 
 def _centroid_blocks(protocentroids, aggregator, n_centroids, memory_efficient):
@@ -597,33 +765,66 @@ def update_protocentroids(
     (R, h_l, d); an empty protocentroid of an ``active`` restart is reseeded from a data point drawn
     with that restart's generator, as ``reseed`` says (:class:`KhatriRaoKMeans`).
 
-    The sums over points depend on a point only through its cluster, so they are taken once per
-    call over the Πh clusters (sums and counts per cluster, as Lloyd's update; O(Πh·d) memory).
-    ``memory_efficient`` sums over the points instead, in chunks, set by set: O(n·d) work per set
-    but no per-cluster array.
+    Sum: :func:`_update_sum` (per-set sums of the points and counts of index pairs: no per-cluster
+    array, O(p·n·d + Σ h_l·h_m·d) work, in either mode). Product: the sums over points depend on
+    a point only through its cluster, so they are taken once per call over the Πh clusters (sums
+    and counts per cluster, as Lloyd's update; O(Πh·d) memory); ``memory_efficient`` sums over
+    the points instead, in chunks, set by set: O(n·d) work per set but no per-cluster array.
     """
+    if aggregator == "sum":
+        return _update_sum(points, labels, protocentroids, generators, active, reseed)
     sizes = [theta.shape[1] for theta in protocentroids]
     current = list(protocentroids)
     if memory_efficient:
         indices = _unravel(labels, sizes)
     else:
         cluster_sums, cluster_counts = _cluster_sums(points, labels, sizes)
+    tiny = torch.finfo(points.dtype).tiny
     for set_index in range(len(sizes)):
         if memory_efficient:
-            numerator, denominator, counts = _set_sums_by_point(
-                points, indices, current, set_index, aggregator
-            )
+            numerator, denominator, counts = _set_sums_by_point(points, indices, current, set_index)
         else:
             numerator, denominator, counts = _set_sums_by_cluster(
-                cluster_sums, cluster_counts, current, set_index, aggregator
+                cluster_sums, cluster_counts, current, set_index
             )
-        if aggregator == "sum":
-            new = numerator / counts.clamp_min(1)[..., None]
-        else:
-            tiny = torch.finfo(points.dtype).tiny
-            new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
-        others = [theta for m, theta in enumerate(current) if m != set_index] if reseed == "centred" else []
-        current[set_index] = _reseed_empty(new, counts, points, generators, active, others)
+        new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
+        current[set_index] = _reseed_empty(new, counts, points, generators, active)
+    return current
+
+
+def _update_sum(points, labels, protocentroids, generators, active, reseed) -> list[torch.Tensor]:
+    """Proposition 6.1 for the sum, set after set, with no centroid and no per-cluster array.
+
+    Over the points whose l-th index is j, Σ (x − Σ_(m≠l) θᵐ_(j_m)) = S_l[j] − Σ_(m≠l) (N_lm θᵐ)[j]:
+    S_l (h_l, d) the sums of those points and N_lm (h_l, h_m) the counts of the index pairs
+    (j_l, j_m). Both depend on the labels only, so they are taken once; each set then costs
+    products of h_l × h_m counts with the other sets' latest values.
+    """
+    sizes = [theta.shape[1] for theta in protocentroids]
+    restarts, d = labels.shape[0], points.shape[1]
+    indices = _unravel(labels, sizes)
+    point_sums, counts = [], []
+    for index, size in zip(indices, sizes, strict=True):
+        sums = torch.zeros((restarts, size, d), dtype=points.dtype, device=points.device)
+        for r in range(restarts):
+            sums[r].index_add_(0, index[r], points)
+        point_sums.append(sums)
+        counts.append(torch.stack([torch.bincount(row, minlength=size) for row in index]).to(points.dtype))
+    pairs = {}
+    for a, b in itertools.combinations(range(len(sizes)), 2):
+        flat = indices[a] * sizes[b] + indices[b]
+        table = torch.stack([torch.bincount(row, minlength=sizes[a] * sizes[b]) for row in flat])
+        pairs[a, b] = table.reshape(restarts, sizes[a], sizes[b]).to(points.dtype)
+        pairs[b, a] = pairs[a, b].transpose(1, 2)
+    current = list(protocentroids)
+    for a in range(len(sizes)):
+        numerator = point_sums[a]
+        for b in range(len(sizes)):
+            if b != a:
+                numerator = numerator - torch.bmm(pairs[a, b], current[b])
+        new = numerator / counts[a].clamp_min(1)[..., None]
+        others = [theta for b, theta in enumerate(current) if b != a] if reseed == "centred" else []
+        current[a] = _reseed_empty(new, counts[a], points, generators, active, others)
     return current
 
 
@@ -637,11 +838,10 @@ def _cluster_sums(points, labels, sizes) -> tuple[torch.Tensor, torch.Tensor]:
     return sums.reshape(restarts, *sizes, -1), counts.reshape(restarts, *sizes)
 
 
-def _set_sums_by_cluster(cluster_sums, cluster_counts, current, set_index, aggregator):
-    """Numerator, denominator (product) and counts of set ``set_index``'s update, from cluster sums.
-
-    Within a cluster the other sets' aggregation y is one vector, so Σ (x − y) = S − N·y and
-    Σ x ⊙ y = S ⊙ y, Σ y ⊙ y = N·y ⊙ y; these are summed over the other sets' indices.
+def _set_sums_by_cluster(cluster_sums, cluster_counts, current, set_index):
+    """Numerator, denominator and counts of the product's update of set ``set_index``, from
+    cluster sums: within a cluster the other sets' product y is one vector, so Σ x ⊙ y = S ⊙ y and
+    Σ y ⊙ y = N·y ⊙ y; these are summed over the other sets' indices.
     """
     p, restarts = len(current), cluster_counts.shape[0]
     others = None
@@ -650,16 +850,13 @@ def _set_sums_by_cluster(cluster_sums, cluster_counts, current, set_index, aggre
             shape = [restarts] + [1] * p + [theta.shape[2]]
             shape[1 + m] = theta.shape[1]
             view = theta.reshape(shape)
-            others = view if others is None else _combine(others, view, aggregator)
+            others = view if others is None else others * view
     axes = [1 + m for m in range(p) if m != set_index]
 
     def over_others(tensor):
         return tensor.sum(axes) if axes else tensor
 
     counts = cluster_counts[..., None]
-    if aggregator == "sum":
-        residual = cluster_sums if others is None else cluster_sums - counts * others
-        return over_others(residual), None, over_others(cluster_counts)
     if others is None:
         return cluster_sums, counts.expand_as(cluster_sums), cluster_counts
     return (
@@ -669,8 +866,8 @@ def _set_sums_by_cluster(cluster_sums, cluster_counts, current, set_index, aggre
     )
 
 
-def _set_sums_by_point(points, indices, current, set_index, aggregator):
-    """Numerator, denominator (product) and counts of set ``set_index``'s update, point by point."""
+def _set_sums_by_point(points, indices, current, set_index):
+    """Numerator, denominator and counts of the product's update of set ``set_index``, point by point."""
     restarts, n = indices[0].shape
     d, size = points.shape[1], current[set_index].shape[1]
     numerator = torch.zeros((restarts * size, d), dtype=points.dtype, device=points.device)
@@ -679,27 +876,24 @@ def _set_sums_by_point(points, indices, current, set_index, aggregator):
     rows = max(1, LEAN_CHUNK_ELEMENTS // (restarts * d))
     for lo in range(0, n, rows):
         chunk = points[lo : lo + rows].expand(restarts, -1, -1)
-        others = _others(current, indices, set_index, slice(lo, lo + rows), aggregator)
+        others = _others(current, indices, set_index, slice(lo, lo + rows))
         target = flat[:, lo : lo + rows].reshape(-1)
-        if aggregator == "sum":
-            numerator.index_add_(0, target, (chunk if others is None else chunk - others).reshape(-1, d))
-        else:
-            factor = torch.ones_like(chunk) if others is None else others
-            numerator.index_add_(0, target, (chunk * factor).reshape(-1, d))
-            denominator.index_add_(0, target, (factor * factor).reshape(-1, d))
+        factor = torch.ones_like(chunk) if others is None else others
+        numerator.index_add_(0, target, (chunk * factor).reshape(-1, d))
+        denominator.index_add_(0, target, (factor * factor).reshape(-1, d))
     counts = torch.bincount(flat.reshape(-1), minlength=restarts * size).reshape(restarts, size)
     shape = (restarts, size, d)
     return numerator.reshape(shape), denominator.reshape(shape), counts
 
 
-def _others(current, indices, set_index, rows: slice, aggregator) -> torch.Tensor | None:
-    """(R, rows, d): the aggregation of every set but ``l`` at the points' index tuples."""
+def _others(current, indices, set_index, rows: slice) -> torch.Tensor | None:
+    """(R, rows, d): the product of every set but ``set_index`` at the points' index tuples."""
     combined = None
     for m, theta in enumerate(current):
         if m == set_index:
             continue
         gathered = torch.gather(theta, 1, indices[m][:, rows, None].expand(-1, -1, theta.shape[2]))
-        combined = gathered if combined is None else _combine(combined, gathered, aggregator)
+        combined = gathered if combined is None else combined * gathered
     return combined
 
 
