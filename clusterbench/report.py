@@ -113,7 +113,7 @@ PAPERS = (
         counted=("kcprime_tableS1",),
         left_out=lambda cell: cell["metric"] == "quantization_error",
     ),
-    Paper("prcut", "PRCut", "Ghriss & Monteleoni"),
+    Paper("prcut", "PRCut", "Ghriss & Monteleoni", ("prcut_",)),
     Paper("sr_kmeans", "SR-K-means", "Jabi et al., TPAMI"),
 )
 

@@ -16,7 +16,7 @@ per-sample-sum reconstruction loss (its ``mean_squared_error`` in 0.0.3), the sa
   autoencoder is in the cache (a first run put it there): seconds from launching the process to
   its first clustering step (imports, data, loading the network, embedding, k-means seeding).
 
-Rows are appended to results/benchmarks/deep_cpu.csv (and printed): what, ours, clustpy, ratio,
+Rows are appended to results/benchmarks/kr_deep_cpu.csv (and printed): what, ours, clustpy, ratio,
 rows, threads, the machine's 1-minute load average when the measurement ended.
 """
 
@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "results" / "benchmarks" / "deep_cpu.csv"
+OUT = REPO / "results" / "benchmarks" / "kr_deep_cpu.csv"  # the Khatri-Rao Table 3 family
 LAYERS = [500, 500, 2000, 10]
 
 
