@@ -46,7 +46,6 @@ import contextlib
 import io
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,33 +55,12 @@ import pandas as pd
 from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
 from clusterbench.results import atomic_write_text
 from clusterbench.scripting import output_folder, positive_int, run_script
+from clusterbench.timing import interleaved_seconds_per_iteration
 
 REPO = Path(__file__).resolve().parents[1]
 # Iteration caps of the timed fits: scikit-learn stops by itself at iteration 5 on these data.
 LOW, HIGH = 1, 4
 DTYPES = {"float32": np.float32, "float64": np.float64}
-
-
-def interleaved_seconds_per_iteration(
-    fits: dict[str, Callable[[int], int]], low: int, high: int, repeats: int
-) -> dict[str, float]:
-    """Per method, one iteration's wall time: ``fits[name](cap)`` runs a fit capped at ``cap``
-    iterations and returns the iterations it ran, which must be the cap. Every repeat runs every
-    method at both caps in turn; each (method, cap) keeps its least time over the repeats."""
-    for fit in fits.values():
-        fit(low)  # warm-up: first calls pay for lazy initialisation
-    best = {(name, cap): np.inf for name in fits for cap in (low, high)}
-    for _ in range(repeats):
-        for name, fit in fits.items():
-            for cap in (low, high):
-                start = time.perf_counter()
-                ran = fit(cap)
-                best[name, cap] = min(best[name, cap], time.perf_counter() - start)
-                if ran != cap:
-                    raise RuntimeError(f"{name} stopped after {ran} of {cap} iterations: choose lower caps")
-    # A difference at or below 0 is the machine's noise, not a time: NaN, never a ratio.
-    seconds = {name: (best[name, high] - best[name, low]) / (high - low) for name in fits}
-    return {name: value if value > 0 else np.nan for name, value in seconds.items()}
 
 
 def khatri_rao(X, h, aggregator, memory_efficient, start) -> Callable[[int], int]:
