@@ -7,7 +7,7 @@ PROFILE ?= smoke
 # CLAM Table 3 reports are not taken on shared cores.
 JOBS ?= $(if $(filter smoke,$(PROFILE)),$(shell nproc 2>/dev/null || echo 1),1)
 # The experiments whose records feed the tables of the methods implemented so far.
-EXPERIMENTS ?= clam_baselines clam_table1 clam_dcec clam_table10 kr_table2 kr_restart_odds kr_table3 kcprime_tableS1
+EXPERIMENTS ?= clam_baselines clam_table1 clam_dcec clam_table10 kr_table2 kr_restart_odds kr_table3 kcprime_tableS1 prcut_table1 prcut_table2
 RESULTS ?= results
 
 .PHONY: help install test lint tables figures report

@@ -27,10 +27,16 @@ REQUIRED_KEYS = {
 }
 
 
+# Required keys that may be null: a dataset's n_clusters (null: the number of classes in its y).
+NULLABLE_KEYS = {("dataset", "n_clusters")}
+_ABSENT = object()
+
+
 def check_required_keys(cfg: DictConfig) -> None:
     for group, keys in REQUIRED_KEYS.items():
         for key in keys:
-            if OmegaConf.select(cfg[group], key) is None:
+            value = OmegaConf.select(cfg[group], key, default=_ABSENT)
+            if value is _ABSENT or (value is None and (group, key) not in NULLABLE_KEYS):
                 raise UserError(
                     f"{group} '{cfg[group].get('name')}' gives no {key}; add it to its file in "
                     f"conf/{group}/ (docs/extending.md)"

@@ -145,10 +145,13 @@ def command_list(words: list[str]) -> int:
     print(f"  {'name':<20} {'n':>7} {'d':>6} {'k':>4}  {'read from':<18}  source")
     for name in options("dataset"):
         spec = load_option("dataset", name)
-        n, d = spec.get("shape", ["?", "?"])
+        n, d = spec.get("shape") or ["?", "?"]  # a user's file (dataset=embeddings): its own shape
+        k = "?" if spec.get("n_clusters") is None else spec.n_clusters
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
-        if reads_cache(source):
+        if target == "npz_file":
+            read_from, origin = "dataset.path", "a file of yours"
+        elif reads_cache(source):
             origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
             held = find_npz(source.name)
             read_from = held[0].label if held else "not held"
@@ -158,7 +161,7 @@ def command_list(words: list[str]) -> int:
             read_from, origin = "generated", f"generator {target}"
         else:
             read_from, origin = "function", f"function {source._target_}"
-        print(f"  {name:<20} {n:>7} {d:>6} {spec.get('n_clusters', '?'):>4}  {read_from:<18}  {origin}")
+        print(f"  {name:<20} {n:>7} {d:>6} {k:>4}  {read_from:<18}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")
     return 0

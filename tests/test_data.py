@@ -25,6 +25,7 @@ from clusterbench.errors import UserError
 from tests.helpers import DATA_FOLDER
 
 CACHED_SOURCE = "clusterbench.data.sources.cached"
+USER_FILE_SOURCE = "clusterbench.data.sources.npz_file"
 REQUIRED_KEYS = {
     "name",
     "description",
@@ -427,8 +428,11 @@ def test_dataset_config_parses_with_the_required_keys(name):
     assert set(spec.keys()) >= REQUIRED_KEYS
     assert spec.name == name
     assert isinstance(spec.description, str) and spec.description
-    n, d = spec.shape
-    assert n > 0 and d > 0 and spec.n_clusters >= 2
+    if spec.source._target_ == USER_FILE_SOURCE:  # a user's file: its shape and classes are the file's
+        assert spec.shape is None and spec.n_clusters is None
+    else:
+        n, d = spec.shape
+        assert n > 0 and d > 0 and spec.n_clusters >= 2
     source = OmegaConf.to_container(spec.source, resolve=True)
     function = get_method(source.pop("_target_"))
     inspect.signature(function).bind(**source)  # every source key is a parameter of the function
@@ -438,7 +442,12 @@ def test_dataset_config_parses_with_the_required_keys(name):
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in options("dataset") if load_option("dataset", n).source._target_ != CACHED_SOURCE]
+    "name",
+    [
+        n
+        for n in options("dataset")
+        if load_option("dataset", n).source._target_ not in (CACHED_SOURCE, USER_FILE_SOURCE)
+    ],
 )
 def test_generated_and_bundled_configs_match_their_data(name):
     spec = load_option("dataset", name)
@@ -574,3 +583,42 @@ def test_labels_from_a_users_own_source_function_of_mixed_or_missing_objects():
     assert as_labels(np.array([1e19, 0.0]), "toy").tolist() == [1, 0]  # beyond int64: numbered
     with pytest.raises(UserError, match="1 missing or infinite labels"):
         as_labels(np.array(["x", None], dtype=object), "toy")
+
+
+def _embeddings(path, *overrides):
+    cfg = OmegaConf.merge(load_option("dataset", "embeddings"), OmegaConf.from_dotlist([*overrides]))
+    if path is not None:
+        cfg.path = str(path)
+    return load_dataset(cfg)
+
+
+def test_a_users_embeddings_file_loads_with_its_class_count(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 4))
+    np.savez(tmp_path / "feats.npz", X=X, y=np.repeat([3, 7, 9], 10))
+    data = _embeddings(tmp_path / "feats.npz")
+    assert data.n_clusters == 3  # n_clusters: null counts the classes of y
+    np.testing.assert_array_equal(data.X, X)  # representations as given: no preprocessing
+    assert _embeddings(tmp_path / "feats.npz", "n_clusters=5").n_clusters == 5
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "dataset.path is not set"),
+        ("missing", "is no file"),
+        (b"not an npz", "cannot read"),
+        ({"X": np.zeros((4, 2))}, "lacks array(s) ['y']"),
+        ({"X": np.zeros((4, 2)), "y": np.zeros(3)}, "holds X (4, 2) and y (3,)"),
+    ],
+)
+def test_a_missing_or_malformed_embeddings_file_is_one_user_error_naming_the_fix(tmp_path, content, expected):
+    path = None if content is None else tmp_path / "feats.npz"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, dict):
+        np.savez(path, **content)
+    with pytest.raises(UserError) as error:
+        _embeddings(path)
+    message = str(error.value)
+    assert expected in message and "dataset.path=FILE.npz" in message

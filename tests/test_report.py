@@ -192,7 +192,7 @@ def test_the_status_of_a_paper_counts_its_tables_cells_and_share_within_002(synt
     not_run = len(spec.rows) * len(spec.columns) - 4 - not_available - not_implemented - 1
     tables, within = f"1 of {clam_tables}", "2 of 4 (50%)"
     assert counts == list(map(str, [tables, within, not_available, not_implemented, not_run, 1]))
-    assert re.search(r'<tr><th scope="row"><a href="#prcut">.*?not yet implemented</td></tr>', text)
+    assert re.search(r'<tr><th scope="row"><a href="#sr_kmeans">.*?not yet implemented</td></tr>', text)
 
 
 def test_a_missing_tables_folder_exits_2_in_one_line_naming_the_fix(tmp_path, capsys):

@@ -80,8 +80,11 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prep
     """Load and prepare the dataset that ``cfg`` (one ``conf/dataset/*.yaml``) describes; with
     ``prepare=False``, stop before imputation and preprocessing (the rows and labels its digest covers)."""
     cfg = OmegaConf.create(dict(cfg)) if not isinstance(cfg, DictConfig) else cfg
-    if not (is_int(cfg.n_clusters) and cfg.n_clusters >= 1):
-        raise UserError(f"dataset.n_clusters must be an integer ≥ 1, got {cfg.n_clusters!r}")
+    if not (cfg.n_clusters is None or (is_int(cfg.n_clusters) and cfg.n_clusters >= 1)):
+        raise UserError(
+            f"dataset.n_clusters must be an integer ≥ 1, or null for the number of classes in y, "
+            f"got {cfg.n_clusters!r}"
+        )
     raw = call_source(cfg.source)
     declared = cfg.get("shape")
     if declared is not None and reads_cache(cfg.source) and list(raw.X.shape) != list(declared):
@@ -91,6 +94,7 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prep
         )
     raw = _split(raw, cfg.get("split"), cfg.name)
     X, y = _features(raw.X, cfg.name), as_labels(raw.y, cfg.name)
+    n_clusters = len(np.unique(y)) if cfg.n_clusters is None else cfg.n_clusters
     limits = {"dataset.subsample": cfg.get("subsample"), "profile.max_samples": max_samples}
     for key, size in limits.items():
         if size is not None and not (is_int(size) and size >= 1):
@@ -101,11 +105,11 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prep
         X, y = X[keep], y[keep]
     digest = data_digest(X, y)
     if not prepare:
-        return Dataset(name=cfg.name, X=X, y=y, n_clusters=cfg.n_clusters, digest=digest)
+        return Dataset(name=cfg.name, X=X, y=y, n_clusters=n_clusters, digest=digest)
     # The fix names the key as a command line sets it: `+` adds a key the config lacks.
     setting = "dataset.impute" if "impute" in cfg else "+dataset.impute"
     X = preprocess(impute(X, cfg.get("impute"), cfg.name, setting), cfg.get("preprocess"))
-    return Dataset(name=cfg.name, X=X, y=y, n_clusters=cfg.n_clusters, digest=digest)
+    return Dataset(name=cfg.name, X=X, y=y, n_clusters=n_clusters, digest=digest)
 
 
 def data_digest(X: np.ndarray, y: np.ndarray) -> str:

@@ -93,10 +93,12 @@ def searched_folders() -> str:
     return ", ".join(str(folder.path) for folder in data_folders())
 
 
-def read_npz(path: Path) -> RawData:
+CACHE_FILE_FIX = "a cache file holds X (n, d) and y (n,); replace it (clusterbench data import / data pull)"
+
+
+def read_npz(path: Path, fix: str = CACHE_FILE_FIX) -> RawData:
     """A cache file's arrays: X (n, d), y (n,) and, optionally, n_train; anything else is a user
-    error naming the file."""
-    fix = "a cache file holds X (n, d) and y (n,); replace it (clusterbench data import / data pull)"
+    error naming the file and ``fix``."""
     try:
         with np.load(path, allow_pickle=False) as archive:
             missing = {"X", "y"} - set(archive.files)
@@ -227,6 +229,18 @@ def fetch_openml(
     if n_train is not None and not 0 < n_train < len(y):
         raise UserError(f"source.n_train={n_train} for '{name}' must lie between 0 and its {len(y)} rows")
     return RawData(X=X, y=y.astype(np.int64), n_train=n_train)
+
+
+def npz_file(path: str | None) -> RawData:
+    """A user's own ``.npz`` (X (n, d), y (n,)) read where it lies, e.g. a representation model's
+    embeddings of a dataset (``dataset=embeddings dataset.path=FILE.npz``); nothing is copied."""
+    fix = "give dataset.path=FILE.npz, a file with arrays X (n, d) and y (n,)"
+    if path is None or not str(path).strip():
+        raise UserError(f"dataset.path is not set; {fix}")
+    file = Path(str(path)).expanduser()
+    if not file.is_file():
+        raise UserError(f"dataset.path {file} is no file; {fix}")
+    return read_npz(file, fix)
 
 
 def sklearn_bundled(loader: str) -> RawData:

@@ -28,7 +28,8 @@ table's metrics, rows and columns (a table that re-reads some of another's cells
 protocol); ``paper`` entries of its own are merged over them.
 ``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed).
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
-``not available`` (the reason goes to the CSV) instead of the row silently missing.
+``not available`` (the reason goes to the CSV) instead of the row silently missing, until
+records of it exist (a user who holds the data ran it).
 
 Every protocol chooses among the runs that finished (status ok); a cell whose value was chosen
 without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV

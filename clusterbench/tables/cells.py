@@ -84,8 +84,10 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                 )
     cells = pd.DataFrame(rows)
     for dataset, why in (spec.get("unavailable") or {}).items():
-        cells.loc[cells["dataset"] == dataset, "status"] = "not available"
-        cells.loc[cells["dataset"] == dataset, "selected_params"] = why
+        # a row we do not hold, unless a user with the data has run it
+        missing = (cells["dataset"] == dataset) & (cells["n_runs"] == 0)
+        cells.loc[missing, "status"] = "not available"
+        cells.loc[missing, "selected_params"] = why
     return _as_ratios(cells, spec.get("ratio_to") or {})
 
 
