@@ -40,6 +40,8 @@ commands:
   data path                  print the data cache folder ($CLUSTERBENCH_DATA, else ~/.cache/clusterbench)
   data verify [NAME ...]     check held files against the configs and MANIFEST.csv; exit 1 if a
                              named one is held nowhere
+  records upgrade [--results-dir DIR]
+                             bring records written by earlier code to today's names and columns
 """
 
 
@@ -213,6 +215,31 @@ def command_data(words: list[str]) -> int:
     return 0
 
 
+def command_records(words: list[str]) -> int:
+    from clusterbench.upgrade import upgrade_records
+
+    parser = argparse.ArgumentParser(prog="clusterbench records")
+    sub = parser.add_subparsers(dest="action", required=True)
+    upgrade = sub.add_parser("upgrade", help="bring records of earlier code to today's names and columns")
+    upgrade.add_argument("--results-dir", default="results", type=Path)
+    args = parser.parse_args(words)
+    if not (args.results_dir / "runs").is_dir():
+        raise UserError(
+            f"no records under {args.results_dir}/runs; name the folder that holds them (--results-dir)"
+        )
+    lines = upgrade_records(args.results_dir)
+    if not lines:
+        print(f"every record under {args.results_dir}/runs is current: nothing to upgrade")
+    for line in lines:
+        print(line)
+    if lines:
+        left = sum(": left as it is: " in line for line in lines)
+        print(
+            f"{len(lines) - left} record(s) upgraded, {left} left as they are under {args.results_dir}/runs"
+        )
+    return 0
+
+
 def command_summary(words: list[str]) -> int:
     from clusterbench.results import atomic_write_text, check_writable
     from clusterbench.summary import format_summary, load_summary
@@ -257,6 +284,7 @@ COMMANDS = {
     "summary": command_summary,
     "list": command_list,
     "data": command_data,
+    "records": command_records,
 }
 
 

@@ -17,6 +17,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
+from clusterbench.fitting import needs_labels
 from clusterbench.methods import PRCut, SpectralKNN, SupervisedMLP
 from clusterbench.methods.prcut import (
     balance_penalty,
@@ -29,7 +30,6 @@ from clusterbench.methods.prcut import (
     surrogate_loss,
 )
 from clusterbench.results import read_record
-from clusterbench.runner import needs_labels
 from tests.helpers import compose_config, record_files, run_cli
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

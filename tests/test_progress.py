@@ -6,7 +6,7 @@ import threading
 import time
 from typing import ClassVar
 
-from clusterbench import runner
+from clusterbench import fitting
 from clusterbench.results import record_path, write_record
 from tests.test_results import rows
 
@@ -23,8 +23,8 @@ def write_peers(folder_root, seconds: list[float], failed: int = 0):
 
 def test_the_estimate_is_the_median_fit_time_of_the_successful_peers(tmp_path):
     folder = write_peers(tmp_path, [1.0, 3.0, 100.0], failed=2)
-    assert runner.expected_seconds(folder) == 3.0
-    assert runner.expected_seconds(tmp_path / "nothing") is None
+    assert fitting.expected_seconds(folder) == 3.0
+    assert fitting.expected_seconds(tmp_path / "nothing") is None
 
 
 class Bar:
@@ -47,13 +47,13 @@ class Bar:
 
 
 def test_a_fit_past_the_threshold_gets_a_bar_and_a_quick_one_none(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "tqdm", Bar)
+    monkeypatch.setattr(fitting, "tqdm", Bar)
     monkeypatch.setattr(Bar, "made", [])
     folder = write_peers(tmp_path, [2.0, 2.0, 4.0])
-    with runner.fit_progress(folder, "zoo/kmeans seed=0", after=0.05):
+    with fitting.fit_progress(folder, "zoo/kmeans seed=0", after=0.05):
         pass
     assert Bar.made == []  # a quick fit: no bar
-    with runner.fit_progress(folder, "zoo/kmeans seed=0", after=0.05):
+    with fitting.fit_progress(folder, "zoo/kmeans seed=0", after=0.05):
         time.sleep(2.3)
     (bar,) = Bar.made
     assert bar.desc == "zoo/kmeans seed=0" and bar.n >= 2

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from clusterbench import __version__, results
+from clusterbench.migrations import adopt_typed_record
 from clusterbench.results import (
     COLUMNS,
-    adopt_typed_record,
     code_version,
     config_hash,
     finished_record,

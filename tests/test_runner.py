@@ -19,7 +19,7 @@ from omegaconf import OmegaConf, open_dict
 from sklearn.metrics import adjusted_rand_score
 
 import clusterbench.metrics
-from clusterbench import runner
+from clusterbench import resume, runner
 from clusterbench.catalog import locate
 from clusterbench.data import data_digest, load_dataset
 from clusterbench.data.sources import DATA_ENV
@@ -137,8 +137,8 @@ def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fi
     # A folder rerun by code that hashed by value before it renamed typed records: two records.
     (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
     with monkeypatch.context() as no_renames:
-        no_renames.setattr(runner, "adopt_typed_record", lambda path, key: None)
-        no_renames.setattr(runner, "records_by_fit", lambda folder: {})  # nor found it as the same fit
+        no_renames.setattr(resume, "adopt_typed_record", lambda path, key: None)
+        no_renames.setattr(resume, "records_by_fit", lambda folder: {})  # nor found it as the same fit
         (refit,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
     assert len(record_files(tmp_path)) == 2 and len(kmeans_fits) == 2
     (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
