@@ -12,7 +12,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-import clusterbench.resolvers  # noqa: F401  (registers ${protocentroid_budget:K} and ${seeds:N})
+import clusterbench.resolvers  # noqa: F401  (registers the resolvers the config files use)
 from clusterbench.errors import UserError, first_line
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"

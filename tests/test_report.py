@@ -16,7 +16,9 @@ from omegaconf import OmegaConf
 
 from clusterbench.catalog import options
 from clusterbench.cli import main
-from clusterbench.report import DOCS, PAPERS, status_share, write_report
+from clusterbench.report import write_report
+from clusterbench.report.papers import PAPERS, status_share
+from clusterbench.report.sections import DOCS
 from clusterbench.tables import table_spec
 from tests.helpers import REPO, spec_changed
 

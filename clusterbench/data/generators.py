@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
-from clusterbench.data.sources import RawData
+from clusterbench.data.sources import RawData, call_source
 from clusterbench.errors import UserError
 
 BIRCH_SPACING = 4 * math.sqrt(2)
@@ -211,8 +211,6 @@ def double_mnist(n_samples: int = 10000, random_state: int = 0) -> RawData:
     10000 from ``random_state``. By construction the classes have a Khatri-Rao structure: left
     digit x right digit. Pixels stay 0..255 (the paper divides by the maximum).
     """
-    from clusterbench.data.sources import call_source
-
     if n_samples < 100:  # fewer would leave some of the 100 classes empty
         raise UserError(f"double_mnist needs n_samples ≥ 100, one image of each class, got {n_samples}")
     mnist = call_source(OmegaConf.load(MNIST_CONFIG).source)  # the mnist config's own source
