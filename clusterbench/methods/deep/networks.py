@@ -344,3 +344,95 @@ def reconstruction_loss(x: torch.Tensor, x_hat: torch.Tensor, reduction: str = "
     if reduction == "mean":
         return squared.mean()
     return squared.sum() / x.shape[0]
+
+
+def _conv_out(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+class DEPICTAutoencoder(_Autoencoder):
+    """DEPICT's convolutional denoising autoencoder (Ghasedi Dizaji et al. 2017), as the SR-K-means
+    code (MOhammedJAbi/SoftKMeans) uses it (notes, deep-and-prcut.md A3).
+
+    Encoder: input dropout → conv(``channels``, k₁, s₁, p₁) → LeakyReLU(0.01) → dropout → conv(k₂, s₂,
+    p₂) → LeakyReLU → dropout → dense to ``embedding_dim`` (= K) units with tanh. Decoder: dense back
+    to the second conv map with LeakyReLU, the transposed convolutions cropping the encoder's padding
+    (LeakyReLU, then tanh at the output). Per-dataset settings (the code's ``dataset_settings``):
+    kernels (4, 5), paddings (0, 2) for MNIST/USPS, (2, 2) for CMU-PIE; strides (2, 2).
+
+    ``encode``/``forward`` are the clean path (no dropout); ``denoising`` is the training path: the
+    noisy embedding z̃ and the loss (x − x̂)² + ``hidden_weight``·Σ_l (h_l − ĥ_l)², each a per-element
+    mean, whose hidden targets h_l are the clean encoder's activations (the embedding has no term).
+    Weights start Glorot-uniform with zero biases (Lasagne's defaults).
+    """
+
+    def __init__(
+        self,
+        image_shape: Sequence[int],
+        embedding_dim: int,
+        channels: int = 50,
+        kernels: Sequence[int] = (4, 5),
+        strides: Sequence[int] = (2, 2),
+        paddings: Sequence[int] = (0, 2),
+        dropouts: Sequence[float] = (0.1, 0.1, 0.0),
+        hidden_weight: float = 0.1,
+    ):
+        super().__init__()
+        c, h, w = (int(v) for v in image_shape)
+        sizes = [(h, w)]
+        for kernel, stride, padding in zip(kernels, strides, paddings, strict=True):
+            sizes.append(tuple(_conv_out(s, kernel, stride, padding) for s in sizes[-1]))
+        if min(min(s) for s in sizes) < 1:
+            raise ValueError(f"images of {h}×{w} are too small for kernels {list(kernels)}")
+        self.map_shape = (channels, *sizes[2])
+        self.dropouts = tuple(float(p) for p in dropouts)
+        self.hidden_weight = hidden_weight
+        self.conv1 = nn.Conv2d(c, channels, kernels[0], strides[0], paddings[0])
+        self.conv2 = nn.Conv2d(channels, channels, kernels[1], strides[1], paddings[1])
+        self.dense = nn.Linear(math.prod(self.map_shape), embedding_dim)
+        self.undense = nn.Linear(embedding_dim, math.prod(self.map_shape))
+        # output_padding restores the sizes the strided convolutions rounded down.
+        self.deconv2 = self._transposed(
+            channels, channels, kernels[1], strides[1], paddings[1], sizes[1], sizes[2]
+        )
+        self.deconv1 = self._transposed(channels, c, kernels[0], strides[0], paddings[0], sizes[0], sizes[1])
+        self.encoder = nn.ModuleList([self.conv1, self.conv2, self.dense])
+        self.decoder = nn.ModuleList([self.undense, self.deconv2, self.deconv1])
+        for module in self.modules():
+            if isinstance(module, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+
+    @staticmethod
+    def _transposed(c_in, c_out, kernel, stride, padding, target, source) -> nn.ConvTranspose2d:
+        extra = [t - ((s - 1) * stride - 2 * padding + kernel) for t, s in zip(target, source, strict=True)]
+        if min(extra) < 0 or max(extra) >= stride:
+            raise ValueError(f"kernel {kernel}, stride {stride}, padding {padding} cannot be mirrored")
+        return nn.ConvTranspose2d(c_in, c_out, kernel, stride, padding, output_padding=tuple(extra))
+
+    def _encode(self, x: torch.Tensor, noisy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        act = functional.leaky_relu
+        h1 = act(self.conv1(functional.dropout(x, self.dropouts[0], training=noisy)), 0.01)
+        h2 = act(self.conv2(functional.dropout(h1, self.dropouts[1], training=noisy)), 0.01)
+        z = torch.tanh(self.dense(functional.dropout(h2, self.dropouts[2], training=noisy).flatten(1)))
+        return h1, h2, z
+
+    def _decode(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        d2 = functional.leaky_relu(self.undense(z), 0.01).reshape(-1, *self.map_shape)
+        d1 = functional.leaky_relu(self.deconv2(d2), 0.01)
+        return d1, d2, torch.tanh(self.deconv1(d1))
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return self._encode(x, noisy=False)[2]
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        return self._decode(z)[2]
+
+    def denoising(self, x: torch.Tensor, noisy: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """(z̃, reconstruction loss) of the corrupted path (``noisy=False``: of the clean one)."""
+        h1, h2, z = self._encode(x, noisy=False)
+        if noisy:
+            z = self._encode(x, noisy=True)[2]
+        d1, d2, x_hat = self._decode(z)
+        hidden = (d1 - h1).square().mean() + (d2 - h2).square().mean()
+        return z, (x_hat - x).square().mean() + self.hidden_weight * hidden

@@ -1,0 +1,195 @@
+"""SR-K-means, MI-ADM, MI-D (Jabi et al., TPAMI 2019), DEPICT's targets, AC-PIC and the DEPICT
+autoencoder: the closed forms against hand computations, the cache, bad input, small fits."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from clusterbench.errors import HyperparameterError
+from clusterbench.methods import ACPIC, MIADM, MID, SRKMeans
+from clusterbench.methods.deep.networks import DEPICTAutoencoder
+from clusterbench.methods.mi_adm import adm_targets
+from clusterbench.methods.mi_d import batch_mutual_information
+from clusterbench.methods.sr_kmeans import (
+    DEPICTClusterer,
+    mutual_information,
+    soft_kmeans_loss,
+    soft_kmeans_update,
+)
+
+TINY = dict(pretrain_epochs=3, init_epochs=2, epochs=3, init="kmeans", n_init=2, batch_size=20, device="cpu")
+METHODS = (SRKMeans, MIADM, MID)
+
+
+@pytest.fixture(autouse=True)
+def pretrained_cache(tmp_path, monkeypatch):
+    """Each test its own empty pretraining cache."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "pretrained"))
+
+
+@pytest.fixture(scope="module")
+def images():
+    """60 8×8 images around three patterns (20 each), values in [−1, 1], and their labels."""
+    rng = np.random.default_rng(0)
+    patterns = np.zeros((3, 8, 8))
+    patterns[0, :4], patterns[1, :, :4], patterns[2, 2:6, 2:6] = 1, 1, 1
+    y = np.repeat(np.arange(3), 20)
+    X = 2 * patterns[y] - 1 + 0.2 * rng.normal(size=(60, 8, 8))
+    return X.reshape(60, 64).astype(np.float32), y
+
+
+def test_soft_updates_never_increase_the_loss_with_features_fixed():
+    """Eq. 27 then eq. 28, each a minimiser of eq. 18 in its variable: the loss only falls."""
+    generator = torch.Generator().manual_seed(0)
+    z = torch.randn(50, 4, generator=generator, dtype=torch.float64)
+    q = torch.softmax(torch.randn(50, 3, generator=generator, dtype=torch.float64), dim=1)
+    lam = 0.5
+    theta = torch.randn(3, 4, generator=generator, dtype=torch.float64)
+    losses = [float(soft_kmeans_loss(z, theta, q, lam))]
+    for _ in range(20):
+        theta = soft_kmeans_update(z, q, lam)[0]  # eq. 27 alone
+        losses.append(float(soft_kmeans_loss(z, theta, q, lam)))
+        theta, q = soft_kmeans_update(z, q, lam)  # then eq. 28 on that θ
+        losses.append(float(soft_kmeans_loss(z, theta, q, lam)))
+    assert all(b <= a + 1e-12 for a, b in itertools.pairwise(losses))
+    assert losses[-1] < losses[0] - 1e-3
+
+
+P = torch.tensor([[0.9, 0.1], [0.7, 0.3], [0.2, 0.8]], dtype=torch.float64)
+
+
+def test_mi_adm_targets_of_eq_14_by_hand():
+    # Σ_i p² = (1.34, 0.74): q_0 ∝ (0.81/√1.34, 0.01/√0.74) = (0.69974, 0.011625) → (0.98366, 0.01634)
+    expected = [[0.9836584, 0.0163416], [0.8018200, 0.1981800], [0.0443840, 0.9556160]]
+    np.testing.assert_allclose(adm_targets(P, "mi").numpy(), expected, atol=1e-6)
+
+
+def test_depict_targets_of_eq_9_and_of_its_code_by_hand():
+    # Σ_i p = (1.8, 1.2): q_0 ∝ (0.9/√1.8, 0.1/√1.2) = (0.67082, 0.091287) → (0.88022, 0.11978)
+    expected = [[0.8802176, 0.1197824], [0.6557847, 0.3442153], [0.1695208, 0.8304792]]
+    np.testing.assert_allclose(adm_targets(P, "depict").numpy(), expected, atol=1e-6)
+    # q ∝ p²/Σ_i p: q_0 ∝ (0.45, 0.008333) → (0.98182, 0.01818)
+    expected = [[0.9818182, 0.0181818], [0.784, 0.216], [0.04, 0.96]]
+    np.testing.assert_allclose(adm_targets(P, "depict_code").numpy(), expected, atol=1e-6)
+
+
+def test_mutual_information_of_uniform_and_of_balanced_one_hot_posteriors():
+    assert mutual_information(torch.full((12, 4), 0.25)) == pytest.approx(0.0, abs=1e-7)
+    one_hot = torch.eye(4).repeat(3, 1)
+    assert mutual_information(one_hot) == pytest.approx(math.log(4), abs=1e-6)
+    assert float(batch_mutual_information(torch.log(one_hot.clamp(min=1e-30)))) == pytest.approx(
+        math.log(4), abs=1e-5
+    )
+
+
+def test_the_depict_autoencoder_mirrors_the_code_settings_per_image_size():
+    for shape, paddings in (((1, 16, 16), (0, 2)), ((1, 28, 28), (0, 2)), ((1, 32, 32), (2, 2))):
+        network = DEPICTAutoencoder(shape, 10, paddings=paddings)
+        x = torch.zeros(2, *shape)
+        z, x_hat = network(x)
+        assert z.shape == (2, 10) and x_hat.shape == x.shape
+        assert torch.equal(network.encode(x), network.encode(x))  # the clean path has no dropout
+
+
+def test_a_second_fit_runs_no_pretraining(images, monkeypatch):
+    """The three methods share the pretraining (``DEPICTClusterer``); SR-K-means checks it."""
+    calls = []
+    original = DEPICTClusterer._pretrain
+
+    def counted(self, *args):
+        calls.append(True)
+        return original(self, *args)
+
+    monkeypatch.setattr(DEPICTClusterer, "_pretrain", counted)
+    first = SRKMeans(3, **TINY, random_state=0).fit(images[0])
+    torch.manual_seed(1)  # the caller's global generator state must not matter
+    second = SRKMeans(3, **TINY, random_state=0).fit(images[0])
+    assert len(calls) == 1
+    assert not first.pretrained_from_cache_ and second.pretrained_from_cache_
+    np.testing.assert_array_equal(first.labels_, second.labels_)  # deterministic on CPU
+
+
+@pytest.mark.parametrize("cls", METHODS)
+@pytest.mark.parametrize(
+    "params, data, message",
+    [
+        ({"n_clusters": 1}, "images", "n_clusters must be an integer ≥ 2"),
+        ({"n_clusters": 61}, "images", "at most the number of points"),
+        ({}, "tabular", r"needs images .*image_shape=\[C, H, W\]"),
+        ({"image_shape": [1, 4, 4]}, "images", "holds 16 values but the data has 64"),
+        ({"device": "cuda"}, "images", "no CUDA GPU is visible"),
+    ],
+)
+def test_bad_input_is_a_hyperparameter_error(cls, params, data, message, images):
+    if params.get("device") == "cuda" and torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    X = images[0] if data == "images" else np.zeros((30, 10), dtype=np.float32)
+    with pytest.raises(HyperparameterError, match=message):
+        cls(**{"n_clusters": 3, **TINY, **params}).fit(X)
+
+
+@pytest.mark.parametrize("lam", [0.0, -1e-4])
+def test_a_non_positive_lambda_is_a_hyperparameter_error(lam, images):
+    with pytest.raises(HyperparameterError, match="lam must be a number > 0"):
+        SRKMeans(3, lam=lam, **TINY).fit(images[0])
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        SRKMeans(3, **TINY, random_state=0),
+        SRKMeans(3, **{**TINY, "init": "ac_pic"}, random_state=0),
+        MIADM(3, **TINY, random_state=0),
+        MIADM(3, **TINY, targets="depict", random_state=0),
+        MID(3, **TINY, random_state=0),
+    ],
+    ids=["sr", "sr-acpic", "mi-adm", "depict", "mi-d"],
+)
+def test_small_fits_find_the_three_patterns_and_record_the_information(model, images):
+    X, y = images
+    model.fit(X)
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    assert len(model.mutual_information_) == model.n_iter_ + 1
+    assert all(0 <= v <= math.log(3) + 1e-6 for v in model.mutual_information_)
+    assert model.embedding_.shape == (60, 3)
+
+
+def test_prior_corrected_labels_are_the_codes_rule(images):
+    """argmax_k z·θ_kᵀ/(λK) + ½ log q̂_k, recomputed from the fitted attributes."""
+    X = images[0]
+    model = SRKMeans(3, **TINY, labels_by="prior_corrected", random_state=0).fit(X)
+    scores = model.embedding_ @ model.cluster_centers_.T / (1e-4 * 3) + 0.5 * np.log(model.prior_)
+    np.testing.assert_array_equal(model.labels_, scores.argmax(1))
+    np.testing.assert_allclose(model.prior_.sum(), 1.0, rtol=1e-6)
+
+
+def test_ac_pic_separates_well_separated_blobs():
+    X, y = make_blobs(120, centers=[[0, 0], [10, 0], [0, 10]], cluster_std=0.5, random_state=0)
+    assert adjusted_rand_score(y, ACPIC(3).fit(X).labels_) == 1.0
+
+
+# These checks set n_clusters=1, which AC-PIC refuses as the deep methods do (k ≥ 2 is checked).
+ONE_CLUSTER_CHECKS = [
+    "check_dont_overwrite_parameters",
+    "check_methods_subset_invariance",
+    "check_fit2d_1sample",
+    "check_fit2d_1feature",
+    "check_fit2d_predict1d",
+]
+
+
+@parametrize_with_checks(
+    [ACPIC(3, n_neighbors=5)],
+    expected_failed_checks=lambda _: dict.fromkeys(ONE_CLUSTER_CHECKS, "sets n_clusters=1; k ≥ 2 is checked"),
+)
+def test_ac_pic_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
