@@ -215,21 +215,48 @@ def ratio_cut(W, labels, half: bool = True) -> float:
     graph (row i: i's neighbours) that is the neighbour links leaving C_ℓ; this orientation
     reproduces the notes' reference values for the directed graph (MNIST training split, k = 150,
     true labels: 210.5 without the ½; the links entering each cluster instead give 205.8). On a
-    symmetric W both orientations agree. Only clusters with points count.
+    symmetric W both orientations agree. Only clusters with points count. For many labellings of
+    one graph, :class:`RatioCut` prepares W once.
     """
-    codes, m = _clusters(labels)
-    n = len(codes)
-    if W.shape != (n, n):
-        raise ValueError(f"W has shape {W.shape}, expected ({n}, {n}) for {n} labels")
-    W = sparse.csr_matrix(W, dtype=np.float64)
-    one_hot = sparse.csr_matrix((np.ones(n), (np.arange(n), codes)), shape=(n, m))
-    W = W - sparse.diags(W.diagonal())  # W_ii: no edge
-    degrees = np.asarray(W.sum(axis=1)).reshape(-1)  # Σ_j W_ij for each row i
-    out_of = np.bincount(codes, weights=degrees, minlength=m)  # Σ_{i ∈ C} Σ_j W_ij
-    within = np.asarray((one_hot.T @ W @ one_hot).diagonal()).reshape(-1)  # Σ_{i, j ∈ C} W_ij
-    sizes = np.bincount(codes, minlength=m)
-    value = float(((out_of - within) / sizes).sum())
-    return 0.5 * value if half else value
+    return RatioCut(W)(labels, half)
+
+
+class RatioCut:
+    """:func:`ratio_cut` on one graph for many labellings (spectral clustering's best of N k-means
+    runs): W without its diagonal and its row degrees are prepared once, then a labelling costs
+    one sparse-dense product W F with its (n, m) one-hot F (MNIST, k = 150, one thread: 0.16 s a
+    labelling, where preparing W each time cost 0.79 s)."""
+
+    DENSE_ONE_HOT_MAX = 2**23  # entries of F held dense; beyond, the edges are scanned instead
+
+    def __init__(self, W):
+        W = sparse.csr_matrix(W, dtype=np.float64)
+        W = W - sparse.diags(W.diagonal())  # W_ii: no edge
+        W.eliminate_zeros()
+        self.W, self.shape = W, W.shape
+        self.degrees = np.asarray(W.sum(axis=1)).reshape(-1)  # Σ_j W_ij for each row i
+
+    def __call__(self, labels, half: bool = True) -> float:
+        codes, m = _clusters(labels)
+        n = len(codes)
+        if self.shape != (n, n):
+            raise ValueError(f"W has shape {self.shape}, expected ({n}, {n}) for {n} labels")
+        out_of = np.bincount(codes, weights=self.degrees, minlength=m)  # Σ_{i ∈ C} Σ_j W_ij
+        if n * m <= self.DENSE_ONE_HOT_MAX:
+            one_hot = np.zeros((n, m))
+            one_hot[np.arange(n), codes] = 1.0
+            to_own = (self.W @ one_hot)[np.arange(n), codes]  # Σ_{j ∈ C_i} W_ij
+        else:
+            rows = np.repeat(codes, np.diff(self.W.indptr))
+            to_own = np.bincount(
+                np.repeat(np.arange(n), np.diff(self.W.indptr)),
+                weights=self.W.data * (rows == codes[self.W.indices]),
+                minlength=n,
+            )
+        within = np.bincount(codes, weights=to_own, minlength=m)  # Σ_{i, j ∈ C} W_ij
+        sizes = np.bincount(codes, minlength=m)
+        value = float(((out_of - within) / sizes).sum())
+        return 0.5 * value if half else value
 
 
 def label_ratio_cut(y, labels, half: bool = True) -> float:

@@ -61,6 +61,24 @@ def test_ratio_cut_on_a_directed_graph_counts_the_links_leaving_each_cluster():
     assert graphs.ratio_cut(D + np.eye(4), labels, half=False) == pytest.approx(2 / 1 + 1 / 3)
 
 
+@pytest.mark.parametrize("dense_one_hot", [True, False])
+def test_ratio_cut_prepared_once_agrees_with_eq_2_by_brute_force(dense_one_hot, monkeypatch):
+    """RatioCut (W prepared once, for SC's best of N) by its one-hot product and by its edge scan,
+    on a directed weighted graph with self-loops, against eq. 2 summed pair by pair."""
+    if not dense_one_hot:
+        monkeypatch.setattr(graphs.RatioCut, "DENSE_ONE_HOT_MAX", 0)
+    rng = np.random.default_rng(1)
+    D = rng.random((60, 60)) * (rng.random((60, 60)) < 0.1) + np.eye(60)
+    prepared = graphs.RatioCut(sparse.csr_matrix(D))
+    off = D - np.diag(np.diag(D))
+    for labels in (rng.integers(0, 5, 60), rng.integers(3, 9, 60) * 10):
+        brute = sum(off[labels == c][:, labels != c].sum() / (labels == c).sum() for c in np.unique(labels))
+        assert prepared(labels, half=False) == pytest.approx(brute, rel=1e-12)
+        assert prepared(labels) == pytest.approx(brute / 2, rel=1e-12)
+    with pytest.raises(ValueError, match="expected \\(59, 59\\)"):
+        prepared(np.zeros(59, dtype=int))
+
+
 def test_label_ratio_cut_equals_the_ratio_cut_on_the_label_graph():
     rng = np.random.default_rng(0)
     y, labels = rng.integers(0, 3, 40), rng.integers(0, 4, 40)

@@ -28,6 +28,7 @@ from sklearn.utils import check_random_state
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.validation import (
+    AT_LEAST_TWO,
     POSITIVE_INT,
     POSITIVE_REAL,
     Constraint,
@@ -40,7 +41,6 @@ from clusterbench.validation import (
 
 LAPLACIANS = ("unnormalized", "normalized")
 EIGEN_SOLVERS = ("lobpcg", "arpack")
-AT_LEAST_TWO = Constraint(lambda v: is_int(v) and v >= 2, "an integer ≥ 2")
 
 
 def laplacian(W: sparse.csr_matrix, kind: str = "unnormalized") -> sparse.csr_matrix:
@@ -147,10 +147,10 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.where(norms > 0, norms, 1.0)
         self.eigenvalues_, self.embedding_ = values, vectors
-        runs = []
+        runs, ratio_cut = [], graphs.RatioCut(W)
         for seed in random.randint(2**31, size=self.n_init):
             labels = KMeans(self.n_clusters, n_init=1, random_state=int(seed)).fit(vectors).labels_
-            runs.append((graphs.ratio_cut(W, labels), labels))
+            runs.append((ratio_cut(labels), labels))
         self.ratio_cuts_ = np.array([value for value, _ in runs])
         best = int(np.argmin(self.ratio_cuts_))
         self.ratio_cut_, self.labels_ = runs[best]
