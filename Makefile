@@ -7,7 +7,7 @@ PROFILE ?= smoke
 # CLAM Table 3 reports are not taken on shared cores.
 JOBS ?= $(if $(filter smoke,$(PROFILE)),$(shell nproc 2>/dev/null || echo 1),1)
 # The experiments whose records feed the tables of the methods implemented so far.
-EXPERIMENTS ?= clam_baselines clam_table1 clam_dcec clam_table10 kr_table2 kr_restart_odds kr_table3 kcprime_tableS1 prcut_table1 prcut_table2
+EXPERIMENTS ?= clam_baselines clam_table1 clam_dcec clam_table10 kr_table2 kr_restart_odds kr_table3 kcprime_tableS1 prcut_table1 prcut_table2 sr_table2 sr_table3
 RESULTS ?= results
 
 .PHONY: help install test lint tables figures report
@@ -53,16 +53,18 @@ tables:
 
 # The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 7-10, 11, 12, 13; pick
 # with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
-# k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2"); QUICK=1 draws them at the quick scale into
+# k-means-C′'s (Fig. 1, S2; pick with KC_FIGURES="S2") and SR-K-means' (Fig. 1, from the records of
+# experiment sr_table3; pick with SR_FIGURES="1"); QUICK=1 draws them at the quick scale into
 # $(RESULTS)/figures/quick instead, never over the committed full-scale ones (git ignores it).
 # With none picked every figure is drawn; with some, only those (a paper none is picked from is
 # left out).
-ALL_FIGURES = $(if $(strip $(FIGURES)$(KR_FIGURES)$(KC_FIGURES)),,all)
+ALL_FIGURES = $(if $(strip $(FIGURES)$(KR_FIGURES)$(KC_FIGURES)$(SR_FIGURES)),,all)
 FIGURES_OUT = $(RESULTS)/figures$(if $(QUICK),/quick)
 figures:
 	$(if $(FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/clam_figures.py $(FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT) --results $(RESULTS))
 	$(if $(KR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kr_figures.py $(KR_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT))
 	$(if $(KC_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT))
+	$(if $(SR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/sr_figures.py $(SR_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT) --results $(RESULTS) $(if $(SR_FIGURES),,--missing-ok))
 
 # One static HTML page of every table (of profile paper, the committed one), figure and benchmark,
 # with a status per paper: $(RESULTS)/report/index.html. The tables are built first (`make tables`).

@@ -48,6 +48,7 @@ class PointResult:
     labels: np.ndarray | None = None
     hyperparameters: dict = field(default_factory=dict)
     earlier: bool = False  # read from a record written by an earlier run (cached, or stopped then)
+    trace: dict = field(default_factory=dict)  # per-iteration values kept beside the labels (fitted_trace)
 
 
 def score(
@@ -204,6 +205,7 @@ def fit_and_score(
                 estimator.fit(data.X, data.y) if needs_labels(estimator) else estimator.fit(data.X)
             seconds = time.perf_counter() - start
             labels = fitted_labels(estimator, method.name, data.X)
+            trace = fitted_trace(estimator, method.get("trace"))
             scores = score(metrics, data, labels, seed, estimator)
         except NoLabels:
             raise  # the method's config is wrong, at every point alike: the user's error
@@ -216,7 +218,9 @@ def fit_and_score(
             return _failed(params, exc, f"method '{method.name}'")
     notes = sorted({f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught})
     notes += [f"printed {n}x: {line}" for line, n in Counter(printed.getvalue().splitlines()).items()]
-    return PointResult(params, "ok", scores=scores, fit_seconds=seconds, warnings=notes, labels=labels)
+    return PointResult(
+        params, "ok", scores=scores, fit_seconds=seconds, warnings=notes, labels=labels, trace=trace
+    )
 
 
 def needs_labels(estimator) -> bool:
@@ -250,6 +254,28 @@ def fitted_labels(estimator, method_name: str, X: np.ndarray) -> np.ndarray:
     if labels.dtype.kind == "f" and not np.isfinite(labels).all():
         raise ValueError(f"{int((~np.isfinite(labels)).sum())} labels are NaN or infinite")
     return labels
+
+
+# Fitted attributes kept as a run's trace when its method config names none (``trace: [...]``):
+# SR-K-means', MI-ADM's and MI-D's I(X, K) per outer iteration (their paper's Fig. 1).
+TRACED = ("mutual_information_",)
+
+
+def fitted_trace(estimator, names=None) -> dict[str, list[float]]:
+    """The per-iteration values a record keeps beside its labels (``<hash>.trace.json``): each
+    attribute of ``names`` (a method config's ``trace``, which the fit must set as numbers), else
+    each of :data:`TRACED` the fitted estimator has as numbers, as a flat list of floats."""
+    trace = {}
+    for name in TRACED if names is None else names:
+        try:
+            trace[name] = np.asarray(getattr(estimator, name), dtype=float).ravel().tolist()
+        except (AttributeError, TypeError, ValueError) as exc:
+            if names is not None:
+                what = f"{type(estimator).__name__}.{name}"
+                raise ValueError(
+                    f"the method's trace: names {what}, which the fit left unset or not numbers"
+                ) from exc
+    return trace
 
 
 def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:

@@ -1,8 +1,8 @@
 """Records in the forms earlier code wrote, brought to today's: a record named by the former,
 type-sensitive hash (:func:`~clusterbench.results.typed_hash`) takes its name by value, and a
-record written before records kept their ``fit_hash`` and ``data_digest`` gets them. A rerun's
-ledger (:mod:`clusterbench.resume`) does this point by point as it finds them;
-``clusterbench records upgrade`` (:mod:`clusterbench.upgrade`) for a whole results folder at once.
+record written before records kept their ``fit_hash`` and ``data_digest`` gets them. Applied by
+``clusterbench records upgrade`` (:mod:`clusterbench.upgrade`) to a whole results folder at once;
+a rerun's ledger (:mod:`clusterbench.resume`) reads records as they are.
 """
 
 from __future__ import annotations

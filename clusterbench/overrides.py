@@ -28,7 +28,7 @@ from clusterbench.errors import UserError, first_line
 
 # The keys of a method file that the runner reads itself; any other ``method.K`` names a
 # hyperparameter of its estimator.
-METHOD_FILE_KEYS = ("name", "variant", "max_samples", "estimator", "defaults")
+METHOD_FILE_KEYS = ("name", "variant", "max_samples", "estimator", "defaults", "trace")
 # Where an override may add a key the config lacks, because what reads it checks the key itself:
 # grids, per-method maps and metric options name methods and options the runner checks, an
 # estimator's hyperparameters and a source's arguments are checked against their signatures,

@@ -10,6 +10,9 @@ partitions (CLAM Table 8). The labels are written before the record, so a record
 has its labels unless it predates them or its run did not succeed (or, with ``force=true``, a
 rerun was killed between the two writes: the new run's labels then lie beside the old record of
 the same configuration).
+
+A fit's per-iteration trace (:func:`clusterbench.fitting.fitted_trace`) lies beside its labels as
+``<hash>.trace.json``, ``{attribute: [value per iteration]}``: figures draw it without refitting.
 """
 
 from __future__ import annotations
@@ -136,18 +139,28 @@ def labels_path(record: Path) -> Path:
     return record.with_name(f"{record.stem}.labels.npy")
 
 
-def write_record(path: Path, rows: Iterable[Mapping], labels: np.ndarray | None = None) -> None:
-    """Write one record's rows, and its run's ``labels`` first, each atomically (:func:`atomic_write_bytes`).
+def trace_path(record: Path) -> Path:
+    """Where the per-iteration trace of a record's run lies: ``<hash>.trace.json`` beside ``<hash>.csv``."""
+    return record.with_name(f"{record.stem}.trace.json")
 
-    Without ``labels`` (a failed, skipped or timed-out run) a labels file left by an earlier run
-    of the same point is removed. The two files are two writes: a process killed between them
-    while rewriting a finished point (``force=true``) leaves the new labels beside the old record,
-    or an ok record without labels; rerunning that point with ``force=true`` mends either.
+
+def write_record(path: Path, rows: Iterable[Mapping], labels: np.ndarray | None = None, trace=None) -> None:
+    """Write one record's rows, its run's ``labels`` and ``trace`` first, each atomically written.
+
+    Without ``labels`` (a failed, skipped or timed-out run) the labels and trace files left by an
+    earlier run of the point are removed (without ``trace``, its file). Separate writes: a process
+    killed between them while rewriting a finished point (``force=true``) leaves the new labels
+    beside the old record, or an ok record without labels; rerunning it with ``force=true`` mends either.
     """
     if labels is None:
         labels_path(path).unlink(missing_ok=True)
+        trace = None
     else:
         write_labels(labels_path(path), labels)
+    if trace:
+        write_trace(trace_path(path), trace)
+    else:
+        trace_path(path).unlink(missing_ok=True)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
     writer.writeheader()
@@ -171,6 +184,28 @@ def read_labels(record: Path) -> np.ndarray | None:
     """The predicted labels of the run recorded at ``record``, or None where no labels file exists."""
     path = labels_path(record)
     return np.load(path, allow_pickle=False) if path.exists() else None
+
+
+def write_trace(path: Path, trace: Mapping[str, Iterable[float]]) -> None:
+    """Save ``{name: values}`` as JSON, a list of floats per name (non-finite ones as null)."""
+    lists = {
+        str(name): [float(v) if np.isfinite(v) else None for v in np.asarray(values, dtype=float).ravel()]
+        for name, values in trace.items()
+    }
+    atomic_write_text(path, json.dumps(lists, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_trace(record: Path) -> dict[str, np.ndarray] | None:
+    """The per-iteration trace of the run recorded at ``record`` (``{name: float array}``, null as
+    NaN), or None where it has none (a method that keeps none, a record older than traces)."""
+    path = trace_path(record)
+    if not path.exists():
+        return None
+    lists = json.loads(path.read_text())
+    return {
+        name: np.array([np.nan if v is None else v for v in values], dtype=float)
+        for name, values in lists.items()
+    }
 
 
 def check_writable(folder: Path, what: str) -> None:

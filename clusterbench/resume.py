@@ -1,14 +1,21 @@
 """Resume: what a job's records say of each of its grid points, asked before any fit.
 
-A point is done (a record stands for it: its own, its fit on the other device, or the same fit
-skipped or timed out under another metric suite under limits that still hold), or it is rescored
-(a fit recorded under another metric suite lends its stored labels), or it is fitted (nothing
-recorded, ``force=true``, a limit raised since, or its record was fitted on other data).
+A point is done (a record stands for it: its own, the same fit run elsewhere — on the other
+device or with another thread count — or the same fit skipped or timed out under another metric
+suite under limits that still hold), or it is rescored (a fit recorded under another metric suite
+lends its stored labels), or it is fitted (nothing recorded, ``force=true``, a limit raised since,
+or its record was fitted on other data).
+
+Records are read in today's form only: those of earlier code (named by the former, typed hash, or
+without a fit hash and data digest) are brought to it once, by ``clusterbench records upgrade``
+(:mod:`clusterbench.upgrade`), never while resuming.
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,20 +25,15 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.catalog import locate
-from clusterbench.migrations import adopt_typed_record, complete_record
-from clusterbench.results import (
-    finished_record,
-    read_labels,
-    read_record,
-    records_by_fit,
-    typed_hash,
-)
+from clusterbench.results import finished_record, read_labels, read_record, records_by_fit
 
 if TYPE_CHECKING:
     from clusterbench.runner import Job
 
-# The devices a fit resolves to (device=auto becomes one of them).
+# Where a fit can have run: the devices it resolves to (device=auto becomes one of them) and the
+# thread counts a job is given (threads=null: each library's default).
 DEVICES_RUN = ("cpu", "cuda")
+THREADS_RUN = (None, *range(1, 129))
 
 
 @dataclass
@@ -64,13 +66,13 @@ class Ledger:
 
     def finished(self, point: dict, path: Path) -> tuple[tuple[Path, pd.DataFrame] | None, bool]:
         """(path, record) of the point's finished record (at ``path``, its
-        :meth:`~clusterbench.runner.Job.record_of`), or of its successful twin on the other device
-        (unless force=true, and unless the limit that stopped it was raised), and whether that
-        record was fitted on other data (stale)."""
+        :meth:`~clusterbench.runner.Job.record_of`), or of its successful twin run elsewhere
+        (:func:`_elsewhere`; unless force=true, and unless the limit that stopped it was raised),
+        and whether that record was fitted on other data (stale)."""
         job = self.job
         if job.cfg.force:
             return None, False
-        twins = [*map(job.record_of, _on_other_device(point))]
+        twins = map(job.record_of, _elsewhere(point))  # looked up only when its own record is missing
         found = _finished_point(path, twins, job.cfg.get("retry_failed", False))
         limit = job.method.get("max_samples")
         if found and _limit_raised(found[1].iloc[0], len(job.data.y), limit, job.timeout):
@@ -78,32 +80,27 @@ class Ledger:
         return found, found is not None and _data_changed(found[1], job.data.digest)
 
     def recorded(self, point: dict) -> tuple[str, bool, Path] | None:
-        """(status, True, record) of a point done as :meth:`entry` would find it with nothing to
-        change (a record under today's names, of this data, under limits that still hold); None
-        when it would be fitted, rescored or have its record completed."""
-        path = self.job.record_of(point)
-        found, stale = self.finished(point, path)
-        if found is None or stale or (found[0] == path and not _knows_its_fit(found[1])):
+        """(status, True, record) of a point done as :meth:`entry` would find it by its own record or
+        its twin's (of this data, under limits that still hold); None when it would be fitted or
+        rescored."""
+        found, stale = self.finished(point, self.job.record_of(point))
+        if found is None or stale:
             return None
         status = found[1]["status"].iloc[0]
         return "cached" if status == "ok" else status, True, found[0]
 
     def entry(self, point: dict) -> Entry:
-        """What to do for the point, its records brought up to date first: a record named by the
-        former, type-sensitive hash takes its new name, and a record of earlier code learns its
-        fit hash and data digest."""
+        """What to do for the point. Records are read as today's code writes them: those of earlier
+        code are brought to today's names and columns once, by ``clusterbench records upgrade``
+        (:mod:`clusterbench.upgrade`), not here."""
         job, digest = self.job, self.job.data.digest
         path = job.record_of(point)
-        twins = _on_other_device(point)
-        for each in (point, *twins):
-            adopt_typed_record(job.record_of(each), typed_hash({**job.identity, "method": each}))
-        # The point fitted on the other device counts as done: a sweep moved between a CPU and a
-        # GPU machine resumes instead of fitting it twice (its record says where it ran).
+        # The point fitted elsewhere counts as done: a sweep moved between a CPU and a GPU machine,
+        # or run with another thread count, resumes instead of fitting it twice (its record says
+        # where it ran).
         found, stale = self.finished(point, path)
         entry = Entry(path, job.fit_hash_of(point), stale=stale)
         if found and not stale:
-            if found[0] == path and not _knows_its_fit(found[1]):  # a record of earlier code
-                complete_record(path, fit_hash=entry.fit_hash, data_digest=digest)
             entry.done = found
             return entry
         if job.cfg.force:
@@ -116,7 +113,7 @@ class Ledger:
         here = _other_records(self._by_fit, entry.fit_hash, path, digest)
         there = [
             record
-            for each in twins
+            for each in _elsewhere(point)
             for record in _other_records(self._by_fit, job.fit_hash_of(each), path, digest)
         ]
         if not found:
@@ -129,10 +126,10 @@ class Ledger:
         return entry
 
 
-def _finished_point(path: Path, twins: list[Path], retry_failed: bool):
+def _finished_point(path: Path, twins: Iterable[Path], retry_failed: bool):
     """(path, record) of the point's finished record (a failed one too, unless ``retry_failed``),
-    or of a fit that succeeded on the other device (a skip, timeout or failure there says nothing
-    about this device), or None."""
+    or of a fit that succeeded elsewhere (a skip, timeout or failure there says nothing about
+    here), or None."""
     record = finished_record(path, retry_failed)
     if record is not None:
         return path, record
@@ -143,14 +140,23 @@ def _finished_point(path: Path, twins: list[Path], retry_failed: bool):
     return None
 
 
-def _on_other_device(point: dict) -> list[dict]:
-    """The same method point on the other device (``cpu`` / ``cuda``), if the estimator takes one."""
-    device = point["params"].get("device")
-    if device not in DEVICES_RUN:
-        return []
-    return [
-        {**point, "params": {**point["params"], "device": other}} for other in DEVICES_RUN if other != device
-    ]
+def _elsewhere(point: dict) -> Iterator[dict]:
+    """The same method point run elsewhere, nearest first: on the other device (``cpu`` /
+    ``cuda``) and with another thread count (:data:`THREADS_RUN`), for an estimator that takes
+    ``device`` and ``n_threads``. Where a fit ran moves its numbers at rounding only, and its record
+    says where (``device``, ``params``), so such a record stands for the point."""
+    params = point["params"]
+    choices = {}
+    if params.get("device") in DEVICES_RUN:
+        choices["device"] = _own_first(params["device"], DEVICES_RUN)
+    if "n_threads" in params:
+        choices["n_threads"] = _own_first(params["n_threads"], THREADS_RUN)
+    for values in itertools.islice(itertools.product(*choices.values()), 1, None):  # the first: itself
+        yield {**point, "params": {**params, **dict(zip(choices, values, strict=True))}}
+
+
+def _own_first(own, options: tuple) -> tuple:
+    return (own, *(option for option in options if option != own))
 
 
 def _limit_raised(record, n_points: int, max_samples, timeout_s) -> bool:
@@ -168,11 +174,6 @@ def _other_records(by_fit: dict, fit_hash: str, path: Path, digest: str) -> list
     """The records of fit ``fit_hash`` on data ``digest`` in a folder's :func:`records_by_fit`,
     other than ``path``."""
     return [other for other, recorded in by_fit.get(fit_hash, []) if other != path and recorded == digest]
-
-
-def _knows_its_fit(record) -> bool:
-    """Whether a record holds its ``fit_hash`` and ``data_digest`` (those of earlier code do not)."""
-    return all(column in record and bool(record[column].iloc[0]) for column in ("fit_hash", "data_digest"))
 
 
 def _data_changed(record, digest: str) -> bool:

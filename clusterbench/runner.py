@@ -235,9 +235,8 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
 
 def recorded_outcomes(cfg: DictConfig, experiment: str, load=None) -> list[tuple] | None:
     """(status, True, record) of every grid point of the job when each is done as :func:`run_job`
-    would find it (:meth:`Ledger.recorded`); None when any point would be fitted, rescored or have
-    its record completed. What lets a finished sweep resume in seconds: its jobs need not be
-    composed and launched one by one."""
+    would find it (:meth:`Ledger.recorded`); None when any point would be fitted or rescored. What
+    lets a finished sweep resume in seconds: its jobs need not be composed and launched one by one."""
     job = prepare_job(cfg, experiment, load)
     if job is None:
         return []
@@ -320,7 +319,7 @@ def _fit_and_record(job: Job, estimator, params: dict, point: dict, entry: Entry
     base["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     status = "ok" if outcome.status == "rescored" else outcome.status
     rows = _rows(base, outcome.scores, cfg.metrics, status, outcome.error)
-    write_record(entry.path, rows, labels=outcome.labels)
+    write_record(entry.path, rows, labels=outcome.labels, trace=outcome.trace)
     return outcome
 
 

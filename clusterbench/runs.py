@@ -1,8 +1,9 @@
 """What one run is, read side: tidy records -> one row per run.
 
 A run is a record file (a method's name and its config hash). A fit scored under several metric
-suites counts once (:func:`_one_run_per_fit`), and so does a point fitted on both CPU and CUDA
-(:func:`_without_device_twins`). Tables, figures and the summary all count runs this way.
+suites counts once (:func:`_one_run_per_fit`), and so does a point fitted in two places, on CPU
+and CUDA or with two thread counts (:func:`_without_twins_elsewhere`). Tables, figures and the
+summary all count runs this way.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     runs = _one_run_per_fit(runs.reset_index(), metrics=list(ok["metric"].unique()))
     # In an order of what the runs are, not of their hashes: the first of runs tied on a
     # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
-    runs = _without_device_twins(runs)
+    runs = _without_twins_elsewhere(runs)
     what = ["experiment", "dataset", "method", "variant", "params", "seed"]
     keys = [
         (*names, _params_order(params), seed) for *names, params, seed in runs[what].itertuples(index=False)
@@ -74,17 +75,21 @@ def _one_run_per_fit(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return pd.concat([runs[~shared], kept.reset_index().drop(columns="succeeded")], ignore_index=True)
 
 
-def _without_device_twins(runs: pd.DataFrame) -> pd.DataFrame:
-    """A point fitted on both CPU and CUDA (``force=true`` on the other machine) counts once: by
-    its latest successful record (its latest record if none succeeded), as the runner reuses a
-    point fitted on the other device."""
+# The hyperparameters that say where a fit ran, not what it fitted.
+PLACE = ("device", "n_threads")
+
+
+def _without_twins_elsewhere(runs: pd.DataFrame) -> pd.DataFrame:
+    """A point fitted in two places — on CPU and CUDA, or with two thread counts (``force=true``
+    on the other machine) — counts once: by its latest successful record (its latest record if
+    none succeeded), as the runner reuses a point fitted elsewhere (:mod:`clusterbench.resume`)."""
     keys = ["experiment", "profile", "dataset", "method", "variant", "seed", "point"]
     frame = runs.assign(
-        point=runs["params"].map(lambda p: params_without(p, "device")),
-        run_device=runs["params"].map(lambda p: json.loads(p).get("device")),
+        point=runs["params"].map(lambda p: params_without(p, *PLACE)),
+        ran_on=runs["params"].map(lambda p: json.dumps([json.loads(p).get(k) for k in PLACE])),
         succeeded=runs["status"] == "ok",
     )
-    twins = frame.groupby(keys, sort=False)["run_device"].transform("nunique") > 1
+    twins = frame.groupby(keys, sort=False)["ran_on"].transform("nunique") > 1
     kept = (
         frame[twins].sort_values(["succeeded", "timestamp"], kind="stable").drop_duplicates(keys, keep="last")
     )

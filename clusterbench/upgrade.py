@@ -1,5 +1,6 @@
 """``clusterbench records upgrade``: bring the records written by earlier code to today's form in one
-pass, where a rerun's ledger (:mod:`clusterbench.resume`) would do it point by point as it finds them.
+pass; a rerun's ledger (:mod:`clusterbench.resume`) reads records only in today's form, and would fit
+again a point whose record is named by the typed hash (and not rescore one without its fit hash).
 
 Two forms are upgraded, both of records written before ``fit_hash`` and ``data_digest`` existed: a
 record named by the former, type-sensitive hash takes its name by value (``tol=1`` and ``tol=1.0``
@@ -7,7 +8,7 @@ one name), and a record lacking its fit hash and data digest gets them. Both nee
 configuration, which a record names but does not hold: it is composed from ``conf/`` (the record's
 experiment, profile, dataset, method and seed), and trusted only where its hash gives the record's
 own name. A record composed otherwise (settings given on the command line when it ran) is listed,
-not touched: its next rerun upgrades it.
+not touched.
 """
 
 from __future__ import annotations
@@ -113,4 +114,4 @@ def _upgrade(path: Path, row: dict, cfg, load, results_dir: Path) -> str:
 
 
 def _left(path: Path, results_dir: Path, why: str) -> str:
-    return f"{path.relative_to(results_dir)}: left as it is: {why}; a rerun of its job upgrades it"
+    return f"{path.relative_to(results_dir)}: left as it is: {why}"

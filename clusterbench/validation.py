@@ -35,6 +35,7 @@ class Constraint(NamedTuple):
 
 # The vocabulary the estimators declare their checks in (as scikit-learn's _parameter_constraints).
 POSITIVE_INT = Constraint(lambda v: is_int(v) and v >= 1, "an integer ≥ 1")
+AT_LEAST_TWO = Constraint(lambda v: is_int(v) and v >= 2, "an integer ≥ 2")  # n_clusters of most methods
 NON_NEGATIVE_INT = Constraint(lambda v: is_int(v) and v >= 0, "an integer ≥ 0")
 POSITIVE_REAL = Constraint(lambda v: is_real(v) and v > 0, "a number > 0")
 NON_NEGATIVE_REAL = Constraint(lambda v: is_real(v) and v >= 0, "a number ≥ 0")

@@ -194,7 +194,25 @@ def test_the_status_of_a_paper_counts_its_tables_cells_and_share_within_002(synt
     not_run = len(spec.rows) * len(spec.columns) - 4 - not_available - not_implemented - 1
     tables, within = f"1 of {clam_tables}", "2 of 4 (50%)"
     assert counts == list(map(str, [tables, within, not_available, not_implemented, not_run, 1]))
-    assert re.search(r'<tr><th scope="row"><a href="#sr_kmeans">.*?not yet implemented</td></tr>', text)
+    # SR-K-means has its table specs but none of its tables is built here
+    sr_kmeans = re.search(r'<tr><th scope="row"><a href="#sr_kmeans">.*?</tr>', text)[0]
+    assert re.findall(r'<td class="count">([^<]*)</td>', sr_kmeans)[:2] == ["0 of 2", "—"]
+
+
+def test_a_paper_with_no_specs_yet_shows_as_not_yet_implemented(tmp_path, monkeypatch):
+    """A paper entry added before any of its tables (e.g. a sixth paper being started)."""
+    from clusterbench.report import gathering
+    from clusterbench.report.papers import Paper
+
+    monkeypatch.setattr(gathering, "PAPERS", (*PAPERS, Paper("sixth", "Sixth paper", "Someone", ("sixth_",))))
+    tables = tmp_path / "tables" / "paper"
+    tables.mkdir(parents=True)
+    committed = RESULTS / "tables" / PROFILE / "kcprime_tableS1.csv"
+    (tables / "kcprime_tableS1.csv").write_text(committed.read_text())
+    assert main(["report", "--results-dir", str(tmp_path), "--out", str(tmp_path / "index.html")]) == 0
+    text = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert re.search(r'<tr><th scope="row"><a href="#sixth">.*?not yet implemented</td></tr>', text)
+    assert "Not yet implemented: no tables, figures or benchmarks." in text
 
 
 def test_a_missing_tables_folder_exits_2_in_one_line_naming_the_fix(tmp_path, capsys):
@@ -214,4 +232,5 @@ def test_the_readme_status_shares_are_the_committed_tables_counted_as_the_report
             continue
         within, cells = status_share(paper, RESULTS / "tables" / PROFILE)
         row = next(line for line in readme.splitlines() if line.startswith(f"| {paper.title} "))
-        assert f"| {within} of {cells} ({within / cells:.0%}) |" in row, (paper.title, row)
+        shown = f"{within} of {cells} ({within / cells:.0%})" if cells else "—"  # none at paper scale yet
+        assert f"| {shown} |" in row, (paper.title, row)

@@ -19,19 +19,12 @@ from omegaconf import OmegaConf, open_dict
 from sklearn.metrics import adjusted_rand_score
 
 import clusterbench.metrics
-from clusterbench import resume, runner
+from clusterbench import runner
 from clusterbench.catalog import locate
 from clusterbench.data import data_digest, load_dataset
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import (
-    code_version,
-    finished_record,
-    labels_path,
-    load_records,
-    read_record,
-    typed_hash,
-)
+from clusterbench.results import code_version, finished_record, load_records, read_record
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.runs import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
@@ -46,6 +39,10 @@ def data_env(monkeypatch):
 
 @pytest.fixture
 def kmeans_fits(monkeypatch):
+    return count_kmeans_fits(monkeypatch)
+
+
+def count_kmeans_fits(monkeypatch) -> list[int]:
     """Count KMeans.fit calls and the number of rows each saw."""
     calls = []
     original = sklearn.cluster.KMeans.fit
@@ -112,48 +109,6 @@ def test_a_number_given_as_int_or_float_is_one_point_and_one_record(tmp_path, km
     assert record_files(tmp_path) == [first.path]
     (other,) = run_job(iris(tmp_path, "+method.estimator.tol=1.5"))
     assert other.status == "ok" and len(record_files(tmp_path)) == 2
-
-
-def run_with_typed_hashes(monkeypatch, cfg) -> list[PointResult]:
-    """Run a job as the code before numbers were hashed by value did: its records get typed names."""
-    with monkeypatch.context() as old_code:
-        old_code.setattr(runner, "config_hash", typed_hash)
-        return run_job(cfg)
-
-
-def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_fits, monkeypatch):
-    # A folder written before numbers were hashed by value: tol=1.0 named apart from tol=1.
-    (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
-    assert old.status == "ok" and labels_path(old.path).exists()
-    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
-    assert again.status == "cached" and len(kmeans_fits) == 1 and again.path != old.path
-    assert record_files(tmp_path) == [again.path] and not labels_path(old.path).exists()
-    assert labels_path(again.path).exists()
-    assert set(read_record(again.path)["config_hash"]) == {again.path.stem}
-    assert again.scores == pytest.approx(old.scores)
-
-
-def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fits, monkeypatch):
-    # A folder rerun by code that hashed by value before it renamed typed records: two records.
-    (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
-    with monkeypatch.context() as no_renames:
-        no_renames.setattr(resume, "adopt_typed_record", lambda path, key: None)
-        no_renames.setattr(resume, "records_by_fit", lambda folder: {})  # nor found it as the same fit
-        (refit,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
-    assert len(record_files(tmp_path)) == 2 and len(kmeans_fits) == 2
-    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
-    assert again.status == "cached" and len(kmeans_fits) == 2
-    assert record_files(tmp_path) == [refit.path] and not labels_path(old.path).exists()
-    assert labels_path(refit.path).exists()
-
-
-def test_a_typed_record_from_the_other_device_is_renamed_and_reused(tmp_path, monkeypatch):
-    monkeypatch.setattr(OnDevice, "fits", 0)
-    on = ["method.estimator._target_=tests.test_runner.OnDevice", "method.estimator.max_iter=300.0"]
-    (cpu,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, *on, "+method.estimator.device=cpu"))
-    (cuda,) = run_job(iris(tmp_path, *on, "+method.estimator.device=cuda"))
-    assert cuda.status == "cached" and OnDevice.fits == 1
-    assert record_files(tmp_path) == [cuda.path] and cuda.path != cpu.path
 
 
 def test_an_estimator_that_raises_writes_a_failed_record_kept_until_retry_failed(tmp_path, monkeypatch):
@@ -396,19 +351,6 @@ def shifted_data(cfg, max_samples=None):
     data = load_dataset(cfg, max_samples)
     X = data.X + 1.0
     return dataclasses.replace(data, X=X, digest=data_digest(X, data.y))
-
-
-def test_a_record_of_earlier_code_learns_its_fit_and_data_when_a_rerun_finds_it(tmp_path, kmeans_fits):
-    (first,) = run_job(iris(tmp_path))
-    written = first.path.read_text()
-    earlier = read_record(first.path).drop(columns=["fit_hash", "data_digest"])
-    earlier.to_csv(first.path, index=False)  # as code before records kept a fit hash and data digest
-    assert "fit_hash" not in read_record(first.path)
-    (again,) = run_job(iris(tmp_path))
-    assert again.status == "cached" and len(kmeans_fits) == 1
-    assert first.path.read_text() == written  # the same record, the two fields filled in
-    (external,) = run_job(iris(tmp_path, "metrics=external"))
-    assert external.status == "rescored" and len(kmeans_fits) == 1
 
 
 def test_a_record_fitted_on_other_data_is_fitted_again(tmp_path, kmeans_fits, monkeypatch):
@@ -665,6 +607,42 @@ def test_a_point_finished_on_the_other_device_is_reused_and_a_forced_twin_counts
     records.loc[records["config_hash"] == forced.path.stem, "status"] = "failed"  # the later one failed:
     records.loc[records["config_hash"] == forced.path.stem, "timestamp"] = "9999"  # the successful one counts
     assert list(wide_runs(records)["config_hash"]) == [cpu.path.stem]
+
+
+class OnThreads(OnDevice):
+    """Takes a device and a thread count, as the torch estimators do."""
+
+    def __init__(
+        self,
+        n_clusters=8,
+        init="k-means++",
+        n_init=1,
+        max_iter=300,
+        random_state=None,
+        device="auto",
+        n_threads=None,
+    ):
+        super().__init__(n_clusters, init, n_init, max_iter, random_state, device)
+        self.n_threads = n_threads
+
+
+def test_a_point_fitted_with_another_thread_count_or_device_is_reused_and_counts_once(tmp_path, monkeypatch):
+    """Records made on a GPU machine with threads=2 stand for the same points at threads=1 on a
+    CPU machine (and back); a forced second fit elsewhere is one run in the tables."""
+    monkeypatch.setattr(OnThreads, "fits", 0)
+    on = "method.estimator._target_=tests.test_runner.OnThreads"
+    (gpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "threads=2"))
+    assert json.loads(read_record(gpu.path)["params"].iloc[0])["n_threads"] == 2
+    (cpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu", "threads=1"))
+    (same_device,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "threads=null"))
+    assert cpu.status == same_device.status == "cached" and cpu.path == same_device.path == gpu.path
+    assert OnThreads.fits == 1
+    (other_seed,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu", "threads=1", "seed=1"))
+    assert other_seed.status == "ok" and OnThreads.fits == 2  # not a twin: another fit
+    (forced,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu", "threads=1", "force=true"))
+    assert forced.status == "ok" and forced.path != gpu.path and OnThreads.fits == 3
+    runs = wide_runs(load_records(tmp_path, "smoke"))
+    assert sorted(runs["seed"]) == [0, 1]  # seed 0 fitted twice, counted once
 
 
 def test_a_timeout_on_the_other_device_does_not_stand_for_this_one(tmp_path, monkeypatch):

@@ -142,8 +142,9 @@ def test_the_clam_benchmark_replaces_only_the_part_it_ran(tmp_path):
 @pytest.mark.parametrize(
     ("picked", "scripts"),
     [
-        ([], ["clam_figures", "kr_figures", "kcprime_figures"]),
+        ([], ["clam_figures", "kr_figures", "kcprime_figures", "sr_figures"]),
         (["FIGURES=4"], ["clam_figures"]),
+        (["SR_FIGURES=1"], ["sr_figures"]),
         (["KR_FIGURES=6 9", "KC_FIGURES=S2"], ["kr_figures", "kcprime_figures"]),
     ],
 )
@@ -173,14 +174,14 @@ def out_folders(commands: list[list[str]]) -> list[str]:
 
 def test_make_figures_quick_draws_into_its_own_folder_never_over_the_committed_figures():
     quick = make_figures("QUICK=1")
-    assert len(quick) == 3 and all("--quick" in command for command in quick)
-    assert out_folders(quick) == ["results/figures/quick"] * 3
+    assert len(quick) == 4 and all("--quick" in command for command in quick)
+    assert out_folders(quick) == ["results/figures/quick"] * 4
     # No word names results/figures itself (or a file in it): only the quick folder and below.
     for command in quick:
         for word in command:
             assert "results/figures" not in word or word.startswith("results/figures/quick"), command
     full = make_figures()
-    assert out_folders(full) == ["results/figures"] * 3 and not any("--quick" in c for c in full)
+    assert out_folders(full) == ["results/figures"] * 4 and not any("--quick" in c for c in full)
     picked = make_figures("QUICK=1", "RESULTS=/tmp/elsewhere", "KR_FIGURES=6")
     assert out_folders(picked) == ["/tmp/elsewhere/figures/quick"]
 

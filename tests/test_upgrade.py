@@ -1,17 +1,24 @@
 """`clusterbench records upgrade`: records of earlier code brought to today's names and columns in one
-pass, on a small synthetic results folder; a second pass changes nothing."""
+pass, on a small synthetic results folder; a second pass changes nothing. A rerun's ledger reads
+records only in today's form: these are the facts of a rerun over records of earlier code once they
+are upgraded."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
-from clusterbench import resume, runner
+from clusterbench import runner
+from clusterbench import upgrade as upgrade_module
+from clusterbench.catalog import CONF_DIR
 from clusterbench.cli import main
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.results import labels_path, read_record, typed_hash
 from clusterbench.runner import run_job
+from tests import helpers
 from tests.helpers import DATA_FOLDER, record_files
-from tests.test_runner import iris
+from tests.test_runner import OnDevice, count_kmeans_fits, iris
 
 
 @pytest.fixture(autouse=True)
@@ -19,16 +26,34 @@ def data_env(monkeypatch):
     monkeypatch.setenv(DATA_ENV, str(DATA_FOLDER))
 
 
+@pytest.fixture
+def kmeans_fits(monkeypatch):
+    return count_kmeans_fits(monkeypatch)
+
+
+def as_earlier_code(path) -> None:
+    """Make a record as code before records kept their fit hash and data digest wrote it."""
+    read_record(path).drop(columns=["fit_hash", "data_digest"]).to_csv(path, index=False)
+
+
+def run_with_typed_hashes(monkeypatch, cfg):
+    """Run a job as the code before numbers were hashed by value did: its records get typed names
+    (and, as then, no fit hash or data digest)."""
+    with monkeypatch.context() as old_code:
+        old_code.setattr(runner, "config_hash", typed_hash)
+        outcomes = run_job(cfg)
+    for outcome in outcomes:
+        as_earlier_code(outcome.path)
+    return outcomes
+
+
 def earlier_records(tmp_path, monkeypatch):
     """A folder as earlier code left it, its records lacking their fit hash and data digest, one of
     them named by the typed hash (tol=1.0); returns (typed record, the other, its text when complete)."""
-    with monkeypatch.context() as old_code:
-        old_code.setattr(runner, "config_hash", typed_hash)
-        (typed,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    (typed,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
     (incomplete,) = run_job(iris(tmp_path, "seed=1"))
     complete = incomplete.path.read_text()
-    for path in (typed.path, incomplete.path):  # written before records kept these columns
-        read_record(path).drop(columns=["fit_hash", "data_digest"]).to_csv(path, index=False)
+    as_earlier_code(incomplete.path)
     return typed.path, incomplete.path, complete
 
 
@@ -46,12 +71,9 @@ def test_records_of_earlier_code_are_upgraded_once(tmp_path, monkeypatch, capsys
     assert incomplete.read_text() == complete  # as today's code writes it
     assert not typed.exists() and not labels_path(typed).exists()
 
-    # Upgraded: a rerun with the ledger's own migrations off finds every point, and fits none.
-    with monkeypatch.context() as no_migrations:
-        no_migrations.setattr(resume, "adopt_typed_record", lambda path, key: None)
-        no_migrations.setattr(resume, "complete_record", lambda path, **values: None)
-        (renamed,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
-        (found,) = run_job(iris(tmp_path, "seed=1"))
+    # Upgraded: a rerun finds every point, and fits none.
+    (renamed,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    (found,) = run_job(iris(tmp_path, "seed=1"))
     assert renamed.status == found.status == "cached" and found.path == incomplete
     assert set(read_record(renamed.path)["config_hash"]) == {renamed.path.stem}
     assert labels_path(renamed.path).exists()
@@ -59,6 +81,84 @@ def test_records_of_earlier_code_are_upgraded_once(tmp_path, monkeypatch, capsys
     written = {path: path.read_bytes() for path in record_files(tmp_path)}
     assert upgrade(tmp_path, capsys) == [f"every record under {tmp_path}/runs is current: nothing to upgrade"]
     assert {path: path.read_bytes() for path in record_files(tmp_path)} == written
+
+
+def test_a_record_named_by_the_typed_hash_is_renamed_and_found(tmp_path, kmeans_fits, monkeypatch, capsys):
+    # A folder written before numbers were hashed by value: tol=1.0 named apart from tol=1.
+    (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert old.status == "ok" and labels_path(old.path).exists()
+    upgrade(tmp_path, capsys)
+    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert again.status == "cached" and len(kmeans_fits) == 1 and again.path != old.path
+    assert record_files(tmp_path) == [again.path] and not labels_path(old.path).exists()
+    assert labels_path(again.path).exists()
+    assert set(read_record(again.path)["config_hash"]) == {again.path.stem}
+    assert again.scores == pytest.approx(old.scores)
+
+
+def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fits, monkeypatch, capsys):
+    # A folder rerun by code that hashed by value before its typed records were renamed: two records.
+    (old,) = run_with_typed_hashes(monkeypatch, iris(tmp_path, "+method.estimator.tol=1.0"))
+    (refit,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert len(record_files(tmp_path)) == 2 and len(kmeans_fits) == 2
+    lines = upgrade(tmp_path, capsys)
+    assert f"{old.path.relative_to(tmp_path)}: removed: {refit.path.name} holds the point's record" in lines
+    (again,) = run_job(iris(tmp_path, "+method.estimator.tol=1.0"))
+    assert again.status == "cached" and len(kmeans_fits) == 2
+    assert record_files(tmp_path) == [refit.path] and not labels_path(old.path).exists()
+    assert labels_path(refit.path).exists()
+
+
+@pytest.fixture
+def on_device_method(tmp_path, monkeypatch):
+    """conf/ with a method ``on_device`` (OnDevice, its max_iter a float: its typed hash differs),
+    so that the upgrade composes the configuration its records were run with."""
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    (conf / "method" / "on_device.yaml").write_text(
+        "name: on_device\nvariant: default\n"
+        "estimator:\n  _target_: tests.test_runner.OnDevice\n  max_iter: 300.0\n"
+    )
+    monkeypatch.setattr(helpers, "CONF_DIR", conf)
+    monkeypatch.setattr(upgrade_module, "CONF_DIR", conf)
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    return "method=on_device"
+
+
+def test_a_typed_record_from_the_other_device_is_renamed_and_reused(
+    tmp_path, monkeypatch, capsys, on_device_method
+):
+    run_cpu = iris(tmp_path, on_device_method, "+method.estimator.device=cpu")
+    (cpu,) = run_with_typed_hashes(monkeypatch, run_cpu)
+    upgrade(tmp_path, capsys)
+    (cuda,) = run_job(iris(tmp_path, on_device_method, "+method.estimator.device=cuda"))
+    assert cuda.status == "cached" and OnDevice.fits == 1
+    assert record_files(tmp_path) == [cuda.path] and cuda.path != cpu.path
+
+
+def test_a_record_of_earlier_code_learns_its_fit_and_data_and_lends_its_labels(tmp_path, kmeans_fits, capsys):
+    (first,) = run_job(iris(tmp_path))
+    written = first.path.read_text()
+    as_earlier_code(first.path)
+    assert "fit_hash" not in read_record(first.path)
+    upgrade(tmp_path, capsys)
+    assert first.path.read_text() == written  # the same record, the two fields filled in
+    (again,) = run_job(iris(tmp_path))
+    assert again.status == "cached" and len(kmeans_fits) == 1
+    (external,) = run_job(iris(tmp_path, "metrics=external"))
+    assert external.status == "rescored" and len(kmeans_fits) == 1
+
+
+def test_a_rerun_reads_a_record_of_earlier_code_as_it_is(tmp_path, kmeans_fits):
+    # Not upgraded: the point is done, as a finished sweep sees it and as its job finds it, and its
+    # record is left as earlier code wrote it (the upgrade, not the ledger, completes it).
+    (first,) = run_job(iris(tmp_path))
+    as_earlier_code(first.path)
+    earlier = first.path.read_bytes()
+    assert runner.recorded_outcomes(iris(tmp_path), "adhoc") == [("cached", True, first.path)]
+    (again,) = run_job(iris(tmp_path))
+    assert again.status == "cached" and again.path == first.path and len(kmeans_fits) == 1
+    assert first.path.read_bytes() == earlier
 
 
 def test_a_record_its_configuration_does_not_name_is_left_as_it_is(tmp_path, monkeypatch, capsys):

@@ -31,13 +31,13 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_array
 
 from clusterbench.validation import (
+    AT_LEAST_TWO,
     POSITIVE_INT,
     POSITIVE_REAL,
     Constraint,
     check_enough_points,
     check_hyperparameters,
     in_interval,
-    is_int,
 )
 
 
@@ -62,7 +62,7 @@ class ACPIC(ClusterMixin, BaseEstimator):
 
     def _checks(self) -> list[tuple[str, Constraint]]:
         return [
-            ("n_clusters", Constraint(lambda v: is_int(v) and v >= 2, "an integer ≥ 2")),
+            ("n_clusters", AT_LEAST_TWO),
             ("n_neighbors", POSITIVE_INT),
             ("a", POSITIVE_REAL),
             ("z", in_interval(0, 1)),

@@ -51,6 +51,7 @@ from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods._seeding import resolve_seed
 from clusterbench.validation import (
+    AT_LEAST_TWO,
     BOOLEAN,
     NON_NEGATIVE_REAL,
     POSITIVE_INT,
@@ -60,7 +61,6 @@ from clusterbench.validation import (
     check_enough_points,
     check_predict_input,
     in_interval,
-    is_int,
     one_of,
     resolve_device,
     torch_threads,
@@ -68,7 +68,6 @@ from clusterbench.validation import (
 
 SIMILARITIES = ("knn", "labels", "cosine")
 OPTIMIZERS = ("rmsprop", "adam")
-AT_LEAST_TWO = Constraint(lambda v: is_int(v) and v >= 2, "an integer ≥ 2")
 PREDICT_CHUNK = 8192  # rows per forward pass when labelling
 COSINE_RATIO_CUT_MAX = 20000  # ratio_cut_ on the dense cosine similarity only up to this many points
 SHOW_LOSS_EVERY = 50  # steps between updates of the progress bar's loss

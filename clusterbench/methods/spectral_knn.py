@@ -29,12 +29,11 @@ from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.validation import (
     AT_LEAST_TWO,
+    NON_NEGATIVE_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
-    Constraint,
     check_enough_points,
     check_hyperparameters,
-    is_int,
     one_of,
     optional,
 )
@@ -125,7 +124,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
                 ("eigen_solver", one_of(EIGEN_SOLVERS)),
                 ("n_init", POSITIVE_INT),
                 ("tol", POSITIVE_REAL),
-                ("random_state", optional(Constraint(lambda v: is_int(v) and v >= 0, "an integer ≥ 0"))),
+                ("random_state", optional(NON_NEGATIVE_INT)),
             ],
         )
 

@@ -32,28 +32,25 @@ import numpy as np
 import torch
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
-from sklearn.utils.validation import check_array
 from torch import nn
 from tqdm.auto import tqdm
 
 from clusterbench.errors import HyperparameterError
-from clusterbench.methods._seeding import resolve_seed
 from clusterbench.methods.ac_pic import ACPIC
 from clusterbench.methods.deep.base import DeepClusterer, squared_distances
 from clusterbench.methods.deep.cache import array_digest, pretrained_state
 from clusterbench.methods.deep.networks import DEPICTAutoencoder
 from clusterbench.validation import (
+    AT_LEAST_TWO,
     NON_NEGATIVE_INT,
     POSITIVE_INT,
     POSITIVE_REAL,
     Constraint,
-    check_enough_points,
     check_predict_input,
     in_interval,
     is_int,
     one_of,
     optional,
-    resolve_device,
     torch_threads,
 )
 
@@ -108,7 +105,7 @@ class DEPICTClusterer(DeepClusterer):
 
     def _checks(self) -> list[tuple[str, Constraint]]:
         return [
-            ("n_clusters", Constraint(lambda v: is_int(v) and v >= 2, "an integer ≥ 2")),
+            ("n_clusters", AT_LEAST_TWO),
             ("image_shape", optional(Constraint(lambda v: _valid_ints(v, 3, 1), "a list [C, H, W]"), "null")),
             ("channels", POSITIVE_INT),
             ("kernels", Constraint(lambda v: _valid_ints(v, 2, 1), "a list of 2 integers ≥ 1")),
@@ -263,17 +260,7 @@ class DEPICTClusterer(DeepClusterer):
         return ACPIC(self.n_clusters, n_neighbors=20, a=1.0, z=0.01).fit(features).labels_
 
     def fit(self, X, y=None):
-        self._validate_params()
-        torch.set_flush_denormal(True)  # denormals slowed this conv AE 20× on random inputs (notes, C)
-        with torch_threads(self.n_threads):
-            X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-            check_enough_points(self, len(X))
-            self.n_features_in_ = X.shape[1]
-            self.device_ = resolve_device(self.device)
-            seed = resolve_seed(self.random_state)
-            data = self._input(X)
-            network = self._pretrained(data, X.shape[1], seed)
-            generator = torch.Generator(device=self.device_).manual_seed(seed)
+        with self._prepare_fit(X) as (X, data, network, generator, seed):
             embedding = self._embed(network, data)
             self.init_labels_ = self._initial_labels(embedding, seed)
             labels = torch.as_tensor(self.init_labels_, dtype=torch.long, device=self.device_)

@@ -25,11 +25,12 @@ is moved there once, batches are index gathers, and the loss is read back once p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Iterator, Sequence
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import torch
@@ -44,6 +45,7 @@ from clusterbench.methods._seeding import resolve_seed
 from clusterbench.methods.deep.cache import array_digest, pretrained_state
 from clusterbench.methods.deep.networks import ACTIVATIONS, REDUCTIONS, MLPAutoencoder, reconstruction_loss
 from clusterbench.validation import (
+    AT_LEAST_TWO,
     BOOLEAN,
     NON_NEGATIVE_INT,
     NON_NEGATIVE_REAL,
@@ -219,6 +221,16 @@ class StudentTClustering:
         return kl_divergence(target, log_q)
 
 
+class FitStart(NamedTuple):
+    """What :meth:`DeepClusterer._prepare_fit` gives the rest of a fit."""
+
+    X: np.ndarray  # checked
+    data: torch.Tensor  # the network's input, on the device
+    network: nn.Module | None  # pretrained
+    generator: torch.Generator  # of the clustering phase, on the device
+    seed: int
+
+
 class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     """The loop every deep clusterer shares (module docstring); not an estimator by itself.
 
@@ -282,7 +294,13 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- fit / predict
 
-    def fit(self, X, y=None):
+    @contextlib.contextmanager
+    def _prepare_fit(self, X) -> Iterator[FitStart]:
+        """The start every fit of the family shares, and the block the fit runs in: its
+        hyperparameters checked, torch's CPU threads set (and restored after the block), ``X``
+        checked, ``n_features_in_`` and ``device_`` set, the seed resolved, the input learnt and
+        prepared on the device, the network pretrained (or read from the cache), and the
+        generator of the clustering phase seeded."""
         self._validate_params()
         torch.set_flush_denormal(True)  # denormals slowed a conv AE 20× on random inputs (notes, C)
         with torch_threads(self.n_threads):
@@ -295,6 +313,10 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
             data = self._input(X)
             network = self._pretrained(data, X.shape[1], seed)
             generator = torch.Generator(device=self.device_).manual_seed(seed)
+            yield FitStart(X, data, network, generator, seed)
+
+    def fit(self, X, y=None):
+        with self._prepare_fit(X) as (X, data, network, generator, seed):
             embedding = data if network is None else self._embed(network, data)
             head = self._seed_head(X, embedding, generator, seed).to(self.device_)
             self.init_centers_ = self._output_centres(head.centres())
@@ -532,7 +554,7 @@ class AutoencoderClusterer(DeepClusterer):
 
     def _checks(self) -> list[tuple[str, Constraint]]:
         return [
-            ("n_clusters", Constraint(lambda v: is_int(v) and v >= 2, "an integer ≥ 2")),
+            ("n_clusters", AT_LEAST_TWO),
             *self._network_checks(),
             ("pretrain_epochs", NON_NEGATIVE_INT),
             ("pretrain_lr", POSITIVE_REAL),
