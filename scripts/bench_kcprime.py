@@ -13,7 +13,8 @@ its iterations look cheaper), or the benchmark fails. The methods are timed inte
 process: each repeat fits every method at both caps in turn and each cap keeps its least time,
 so a busy spell of the (shared, 2-core) machine falls on all methods alike; ratios are taken
 within one thread count, whose load average is recorded. Our iterations include the
-per-iteration bookkeeping of ``history_`` (free energy, log-likelihood, quantization error, σ²).
+per-iteration bookkeeping of ``history_`` (free energy, log-likelihood, quantization error, σ²);
+``kmeans_cprime_1_no_likelihood`` is C′ = 1 with ``track_likelihood=False`` (no ℒ per iteration).
 
     python scripts/bench_kcprime.py                      # 1 and 2 threads, about two minutes
     python scripts/bench_kcprime.py --threads 1 --quick  # n = 20000: seconds
@@ -68,17 +69,26 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
             warnings.simplefilter("ignore", ConvergenceWarning)
             return model.fit(X).n_iter_
 
-    def ours(c_prime):
+    def ours(c_prime, track_likelihood=True):
         def fit(iterations):
             model = KMeansCPrime(
-                k, c_prime=c_prime, init=start, max_iter=iterations, tol=0.0, device="cpu", n_threads=None
-            )  # n_threads=None: the threads main() set, as scikit-learn's side gets
+                k,
+                c_prime=c_prime,
+                init=start,
+                max_iter=iterations,
+                tol=0.0,
+                track_likelihood=track_likelihood,
+                device="cpu",
+                n_threads=None,  # the threads main() set, as scikit-learn's side gets
+            )
             return model.fit(X).n_iter_
 
         return fit
 
     fits = {"kmeans_sklearn_lloyd": lloyd, "gmm_sklearn_spherical": gmm}
     fits |= {f"kmeans_cprime_{c_prime}": ours(c_prime) for c_prime in (1, 2, 5, k)}
+    # C′ = 1 without ℒ in its history: the work of a Lloyd iteration plus the free energy.
+    fits["kmeans_cprime_1_no_likelihood"] = ours(1, track_likelihood=False)
     before = os.getloadavg()[0]
     seconds = interleaved_seconds_per_iteration(fits, LOW, HIGH, repeats)
     frame = pd.DataFrame({"method": list(seconds), "seconds_per_iteration": list(seconds.values())})

@@ -70,6 +70,21 @@ def test_c_prime_one_moves_the_centres_exactly_as_lloyd(birch):
     assert ours.quantization_error_ == pytest.approx(lloyd.inertia_, rel=1e-12)
 
 
+def test_leaving_the_likelihood_out_changes_nothing_else(birch):
+    """track_likelihood=False skips eq. 3's pass; the fit and every other history entry stay."""
+    X, _ = birch
+    kept = KMeansCPrime(25, c_prime=1, n_init=2, random_state=3).fit(X)
+    lean = KMeansCPrime(25, c_prime=1, n_init=2, random_state=3, track_likelihood=False).fit(X)
+    assert np.array_equal(kept.labels_, lean.labels_) and kept.n_iter_ == lean.n_iter_
+    np.testing.assert_array_equal(kept.cluster_centers_, lean.cluster_centers_)
+    assert sorted(kept.history_) == sorted([*lean.history_, "log_likelihood"])
+    for key, values in lean.history_.items():
+        np.testing.assert_array_equal(values, kept.history_[key])
+    assert math.isnan(lean.log_likelihood_) and kept.log_likelihood_ == pytest.approx(
+        gmm_log_likelihood(X, kept), abs=1e-9
+    )
+
+
 def test_lazy_kmeans_with_epsilon_zero_is_kmeans(birch):
     X, _ = birch
     lazy = LazyKMeans(25, epsilon=0.0, random_state=5).fit(X)
