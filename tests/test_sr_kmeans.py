@@ -117,6 +117,47 @@ def test_a_second_fit_runs_no_pretraining(images, monkeypatch):
     np.testing.assert_array_equal(first.labels_, second.labels_)  # deterministic on CPU
 
 
+class Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_pretraining_resumes_where_it_stopped(images, monkeypatch, tmp_path):
+    """Progress saved after each epoch (CHECKPOINT_SECONDS = 0); a fit stopped after its third save
+    is finished by the next fit, which trains only the remaining epochs, to the very same model."""
+    from clusterbench.methods import sr_kmeans
+    from clusterbench.methods.deep import cache
+
+    X = images[0]
+    params = {**TINY, "pretrain_epochs": 6, "pretrain_patience": 10, "pretrain_batch_size": 15}
+    whole = SRKMeans(3, **params, random_state=0).fit(X)
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "second"))
+    monkeypatch.setattr(sr_kmeans, "CHECKPOINT_SECONDS", 0.0)
+    saves, original_save = [], cache.save_progress
+
+    def save_then_stop(key, progress, folder=None):
+        original_save(key, progress, folder)
+        saves.append(progress["epoch"])
+        if len(saves) == 3:
+            raise Interrupted
+
+    monkeypatch.setattr(sr_kmeans, "save_progress", save_then_stop)
+    with pytest.raises(Interrupted):
+        SRKMeans(3, **params, random_state=0).fit(X)
+    assert saves == [1, 2, 3] and len(list((tmp_path / "second").glob("*.partial"))) == 1
+    epochs, original_batches = [], DEPICTClusterer._batches
+
+    def counted(self, rows, size, generator):
+        epochs.extend([True] if size == 15 else [])  # pretraining's batch size only
+        return original_batches(self, rows, size, generator)
+
+    monkeypatch.setattr(DEPICTClusterer, "_batches", counted)
+    resumed = SRKMeans(3, **params, random_state=0).fit(X)
+    assert len(epochs) == 3 and resumed.pretrain_epochs_run_ == whole.pretrain_epochs_run_ == 6
+    assert resumed.pretrain_loss_ == whole.pretrain_loss_
+    np.testing.assert_array_equal(resumed.embedding_, whole.embedding_)
+    assert not list((tmp_path / "second").glob("*.partial"))  # finished: the progress is gone
+
+
 @pytest.mark.parametrize("cls", METHODS)
 @pytest.mark.parametrize(
     "params, data, message",

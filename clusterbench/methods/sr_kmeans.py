@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,7 +39,13 @@ from tqdm.auto import tqdm
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods.ac_pic import ACPIC
 from clusterbench.methods.deep.base import DeepClusterer, squared_distances
-from clusterbench.methods.deep.cache import array_digest, pretrained_state
+from clusterbench.methods.deep.cache import (
+    array_digest,
+    discard_progress,
+    load_progress,
+    pretrained_state,
+    save_progress,
+)
 from clusterbench.methods.deep.networks import DEPICTAutoencoder
 from clusterbench.validation import (
     AT_LEAST_TWO,
@@ -56,6 +63,9 @@ from clusterbench.validation import (
 
 INITS = ("ac_pic", "kmeans")
 VALIDATION_FRACTION = 0.1  # the code's 90/10 split
+# Pretraining (up to 4000 epochs: hours on a CPU) saves its progress this often, so that an
+# interrupted fit resumes where it stopped, bit for bit on the CPU (cache.save_progress).
+CHECKPOINT_SECONDS = 600.0
 
 
 def mutual_information(p: torch.Tensor) -> float:
@@ -192,30 +202,44 @@ class DEPICTClusterer(DeepClusterer):
         }
         built = []
 
+        seeded = self.random_state is not None or self.pretrain_seed is not None
+
         def build() -> dict[str, torch.Tensor]:
             with self._seeded_dropout(pretrain_seed):
-                built.append(self._pretrain(network, data, epochs, pretrain_seed))
+                built.append(self._pretrain(network, data, epochs, pretrain_seed, key if seeded else None))
             return network.state_dict() | {
                 "__epochs__": torch.tensor(built[0][1]),
                 "__loss__": torch.tensor(built[0][0]),
             }
 
-        seeded = self.random_state is not None or self.pretrain_seed is not None
         state = dict(pretrained_state(key, build) if seeded else build())
+        if seeded:
+            discard_progress(key)
         self.pretrain_epochs_run_ = int(state.pop("__epochs__"))
         loss = float(state.pop("__loss__"))
         network.load_state_dict(state)
         return loss, not built
 
-    def _pretrain(self, network, data, epochs: int, seed: int) -> tuple[float, int]:
+    def _pretrain(self, network, data, epochs: int, seed: int, key: dict | None) -> tuple[float, int]:
         """Denoising pretraining with early stopping on the validation loss (clean path); returns
-        (best validation loss, epochs run)."""
+        (best validation loss, epochs run). With a cache ``key``, progress is saved every
+        ``CHECKPOINT_SECONDS`` and an earlier interrupted run of the same key is resumed."""
         generator = torch.Generator(device=self.device_).manual_seed(seed)
         train, val = self._split(len(data), seed)
         monitored = val if len(val) else train
         optimizer = torch.optim.Adam(network.parameters(), lr=self.pretrain_lr)
         best, best_state, waited, epoch = math.inf, copy.deepcopy(network.state_dict()), 0, 0
-        with tqdm(total=epochs, desc="pretraining", unit="epoch", disable=None, leave=False) as bar:
+        saved = None if key is None else load_progress(key)
+        if saved is not None:
+            network.load_state_dict(saved["network"])
+            optimizer.load_state_dict(saved["optimizer"])
+            best_state, best = saved["best_state"], float(saved["best"])
+            waited, epoch = int(saved["waited"]), int(saved["epoch"])
+            generator.set_state(saved["generator"])
+            self._set_dropout_state(saved["dropout"])
+        last_saved = time.monotonic()
+        bar = tqdm(total=epochs, initial=epoch, desc="pretraining", unit="epoch", disable=None, leave=False)
+        with bar:
             while epoch < epochs:
                 epoch += 1
                 for batch in self._batches(train, self.pretrain_batch_size, generator):
@@ -233,6 +257,12 @@ class DEPICTClusterer(DeepClusterer):
                 bar.update()
                 if waited >= self.pretrain_patience:
                     break
+                if key is not None and time.monotonic() - last_saved >= CHECKPOINT_SECONDS:
+                    progress = {"network": network.state_dict(), "optimizer": optimizer.state_dict()}
+                    progress |= {"best_state": best_state, "best": best, "waited": waited, "epoch": epoch}
+                    progress |= {"generator": generator.get_state(), "dropout": self._dropout_state()}
+                    save_progress(key, progress)
+                    last_saved = time.monotonic()
         network.load_state_dict(best_state)
         return (best if math.isfinite(best) else float("nan")), epoch
 
@@ -244,6 +274,16 @@ class DEPICTClusterer(DeepClusterer):
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             yield
+
+    def _dropout_state(self) -> torch.Tensor:
+        """The state of the generator the dropout masks come from (the fit device's default)."""
+        return torch.cuda.get_rng_state(self.device_) if self.device_ == "cuda" else torch.get_rng_state()
+
+    def _set_dropout_state(self, state: torch.Tensor) -> None:
+        if self.device_ == "cuda":
+            torch.cuda.set_rng_state(state, self.device_)
+        else:
+            torch.set_rng_state(state)
 
     def _batches(self, rows: torch.Tensor, size: int, generator: torch.Generator):
         order = rows[torch.randperm(len(rows), generator=generator, device=self.device_)]
@@ -304,18 +344,28 @@ class DEPICTClusterer(DeepClusterer):
         return float(total) / max(len(rows), 1)
 
     def _hard_phase(self, network, head, data, q, seed, optimizer, generator, losses) -> None:
-        """Phase 1: fixed one-hot targets, early-stopped on NMI(validation labels, initial labels)."""
+        """Phase 1: fixed one-hot targets, early-stopped on NMI(validation labels, initial labels).
+
+        The untrained network is the first candidate, as in the code: when no epoch raises the
+        validation NMI above the pretrained network's, phase 2 starts from the pretrained one."""
         train, val = self._split(len(data), seed)
         initial = self.init_labels_[val.cpu().numpy()]
+
+        def validation_nmi() -> float:
+            predicted = self._labels(head, self._embed(network, data[val])).cpu().numpy()
+            return normalized_mutual_info_score(initial, predicted)
+
         best, state, waited, epoch = -1.0, None, 0, 0
+        if len(val):
+            self._refresh(head, self._embed(network, data), q)
+            best, state = validation_nmi(), copy.deepcopy((network.state_dict(), head.state_dict()))
         while epoch < self.init_epochs:
             epoch += 1
             self._refresh(head, self._embed(network, data), q)
             losses.append(self._epoch(network, head, data, train, q, optimizer, generator, True))
             if not len(val):
                 continue
-            predicted = self._labels(head, self._embed(network, data[val])).cpu().numpy()
-            score = normalized_mutual_info_score(initial, predicted)
+            score = validation_nmi()
             if score > best:
                 best, state, waited = score, copy.deepcopy((network.state_dict(), head.state_dict())), 0
             else:

@@ -124,3 +124,33 @@ def pretrained_state(
     state = _check_state(build())
     atomic_write_bytes(path, _encode(canonical_key, state))
     return state
+
+
+def checkpoint_path(key: dict, folder: str | Path | None = None) -> Path:
+    """Where an unfinished build of ``key`` keeps its progress: ``<its file>.partial``."""
+    return cache_path(key, folder).with_suffix(".partial")
+
+
+def save_progress(key: dict, progress: dict, folder: str | Path | None = None) -> None:
+    """Keep an unfinished build's ``progress`` (a dict of tensors, numbers, nested dicts) for
+    ``key``, atomically and in the cache's format: a pretraining of hours that is interrupted (a
+    session's end, a killed job) resumes from it (:func:`load_progress`) instead of from epoch 0."""
+    atomic_write_bytes(checkpoint_path(key, folder), _encode(_canonical(key), progress))
+
+
+def load_progress(key: dict, folder: str | Path | None = None) -> dict | None:
+    """The progress last saved for ``key``; None when there is none, or when the file is not a
+    sound one for the key (then with a warning: the build starts afresh)."""
+    path = checkpoint_path(key, folder)
+    if not path.exists():
+        return None
+    try:
+        return _decode(path.read_bytes(), _canonical(key))
+    except ValueError as exc:
+        warnings.warn(f"pretraining checkpoint {path} is unusable ({exc}); starting afresh", stacklevel=2)
+        return None
+
+
+def discard_progress(key: dict, folder: str | Path | None = None) -> None:
+    """Remove ``key``'s progress file once its build is finished and cached."""
+    checkpoint_path(key, folder).unlink(missing_ok=True)
