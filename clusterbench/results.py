@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -115,6 +115,18 @@ def records_by_fit(folder: Path) -> dict[str, list[tuple[Path, str]]]:
         if row and row.get("fit_hash"):
             index.setdefault(row["fit_hash"], []).append((path, row.get("data_digest") or ""))
     return index
+
+
+def first_params(folder: Path) -> Iterator[dict]:
+    """The hyperparameters (``params``) of each record in ``folder``, from its first row."""
+    for path in sorted(Path(folder).glob("*.csv")):
+        try:
+            with path.open(newline="") as handle:
+                row = next(csv.DictReader(handle), None)
+        except FileNotFoundError:  # removed meanwhile
+            continue
+        if row and row.get("params"):
+            yield json.loads(row["params"])
 
 
 def _by_value(node):

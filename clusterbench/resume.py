@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.catalog import locate
-from clusterbench.results import finished_record, read_labels, read_record, records_by_fit
+from clusterbench.results import finished_record, first_params, read_labels, read_record, records_by_fit
 
 if TYPE_CHECKING:
     from clusterbench.runner import Job
@@ -56,6 +56,15 @@ class Ledger:
     def __init__(self, job: Job):
         self.job = job
         self._by_fit = None  # the folder's records by what they fitted, read when a point needs it
+        self._places = None  # where the folder's records ran (places_run), read likewise
+
+    def _elsewhere(self, point: dict) -> Iterator[dict]:
+        """:func:`_elsewhere` among the devices and thread counts the folder's records ran with,
+        read once: a twin can only be one of those (a few names to hash and look up, where
+        :data:`THREADS_RUN` alone offers 258)."""
+        if self._places is None:
+            self._places = places_run(self.job.record_of(point).parent)
+        return _elsewhere(point, self._places)
 
     @cached_property
     def rescorable(self) -> bool:
@@ -72,7 +81,7 @@ class Ledger:
         job = self.job
         if job.cfg.force:
             return None, False
-        twins = map(job.record_of, _elsewhere(point))  # looked up only when its own record is missing
+        twins = map(job.record_of, self._elsewhere(point))  # looked up only when its own record is missing
         found = _finished_point(path, twins, job.cfg.get("retry_failed", False))
         limit = job.method.get("max_samples")
         if found and _limit_raised(found[1].iloc[0], len(job.data.y), limit, job.timeout):
@@ -113,7 +122,7 @@ class Ledger:
         here = _other_records(self._by_fit, entry.fit_hash, path, digest)
         there = [
             record
-            for each in _elsewhere(point)
+            for each in self._elsewhere(point)
             for record in _other_records(self._by_fit, job.fit_hash_of(each), path, digest)
         ]
         if not found:
@@ -140,17 +149,38 @@ def _finished_point(path: Path, twins: Iterable[Path], retry_failed: bool):
     return None
 
 
-def _elsewhere(point: dict) -> Iterator[dict]:
+@dataclass(frozen=True)
+class Places:
+    """The ``device`` and ``n_threads`` values a folder's records were fitted with."""
+
+    devices: frozenset
+    threads: frozenset
+
+
+def places_run(folder: Path) -> Places:
+    """Where the records in ``folder`` ran (:class:`Places`), from each file's first row. A record
+    named without ``n_threads`` (a parameter added later at 1, ``runner.named_by``) ran at 1."""
+    devices, threads = set(), set()
+    for params in first_params(folder):
+        devices.add(params.get("device"))
+        threads.add(params.get("n_threads", 1))
+    return Places(frozenset(devices), frozenset(threads))
+
+
+def _elsewhere(point: dict, places: Places) -> Iterator[dict]:
     """The same method point run elsewhere, nearest first: on the other device (``cpu`` /
-    ``cuda``) and with another thread count (:data:`THREADS_RUN`), for an estimator that takes
-    ``device`` and ``n_threads``. Where a fit ran moves its numbers at rounding only, and its record
-    says where (``device``, ``params``), so such a record stands for the point."""
+    ``cuda``) and with another thread count (:data:`THREADS_RUN`) that some record ran at
+    (``places``), for an estimator that takes ``device`` and ``n_threads``. Where a fit ran moves
+    its numbers at rounding only, and its record says where (``device``, ``params``), so such a
+    record stands for the point."""
     params = point["params"]
+    devices = tuple(d for d in DEVICES_RUN if d in places.devices or d == params.get("device"))
+    threads = tuple(t for t in THREADS_RUN if t in places.threads or t == params.get("n_threads"))
     choices = {}
     if params.get("device") in DEVICES_RUN:
-        choices["device"] = _own_first(params["device"], DEVICES_RUN)
+        choices["device"] = _own_first(params["device"], devices)
     if "n_threads" in params:
-        choices["n_threads"] = _own_first(params["n_threads"], THREADS_RUN)
+        choices["n_threads"] = _own_first(params["n_threads"], threads)
     for values in itertools.islice(itertools.product(*choices.values()), 1, None):  # the first: itself
         yield {**point, "params": {**params, **dict(zip(choices, values, strict=True))}}
 

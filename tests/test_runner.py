@@ -645,6 +645,28 @@ def test_a_point_fitted_with_another_thread_count_or_device_is_reused_and_counts
     assert sorted(runs["seed"]) == [0, 1]  # seed 0 fitted twice, counted once
 
 
+def test_twins_are_looked_for_only_where_the_folders_records_ran(tmp_path, monkeypatch):
+    """The ledger names a point's twins from the devices and thread counts its folder's records
+    were fitted with, not from every pair of DEVICES_RUN x THREADS_RUN (258 hashes a point)."""
+    from clusterbench import resume
+
+    on = "method.estimator._target_=tests.test_runner.OnThreads"
+    (gpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "threads=2"))
+    assert resume.places_run(gpu.path.parent) == resume.Places(frozenset({"cuda"}), frozenset({2}))
+    named = []
+    original = resume._elsewhere
+
+    def spy(point, places):
+        found = list(original(point, places))
+        named.extend((each["params"]["device"], each["params"]["n_threads"]) for each in found)
+        return iter(found)
+
+    monkeypatch.setattr(resume, "_elsewhere", spy)
+    (cpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu", "threads=1"))
+    assert cpu.status == "cached" and cpu.path == gpu.path
+    assert set(named) == {("cpu", 2), ("cuda", 1), ("cuda", 2)}  # never (cpu, 3), (cuda, None), ...
+
+
 def test_a_timeout_on_the_other_device_does_not_stand_for_this_one(tmp_path, monkeypatch):
     monkeypatch.setattr(OnDevice, "fits", 0)
     monkeypatch.setattr(OnDevice, "fit", Sleeper.fit)
