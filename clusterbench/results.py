@@ -106,26 +106,28 @@ def records_by_fit(folder: Path) -> dict[str, list[tuple[Path, str]]]:
     scored under two suites has two records, one fit hash), each with its ``data_digest``. Records
     written before records kept these have none, and are left out. Reads only each file's first row."""
     index: dict[str, list[tuple[Path, str]]] = {}
-    for path in sorted(Path(folder).glob("*.csv")):
-        try:
-            with path.open(newline="") as handle:
-                row = next(csv.DictReader(handle), None)
-        except FileNotFoundError:  # removed meanwhile
-            continue
-        if row and row.get("fit_hash"):
+    for path, row in _first_rows(folder):
+        if row.get("fit_hash"):
             index.setdefault(row["fit_hash"], []).append((path, row.get("data_digest") or ""))
     return index
 
 
-def first_params(folder: Path) -> Iterator[dict]:
-    """The hyperparameters (``params``) of each record in ``folder``, from its first row."""
+def _first_rows(folder: Path) -> Iterator[tuple[Path, dict]]:
+    """Each record in ``folder`` with its first row (the columns every row of a record shares)."""
     for path in sorted(Path(folder).glob("*.csv")):
         try:
             with path.open(newline="") as handle:
                 row = next(csv.DictReader(handle), None)
         except FileNotFoundError:  # removed meanwhile
             continue
-        if row and row.get("params"):
+        if row:
+            yield path, row
+
+
+def first_params(folder: Path) -> Iterator[dict]:
+    """The hyperparameters (``params``) of each record in ``folder``, from its first row."""
+    for _, row in _first_rows(folder):
+        if row.get("params"):
             yield json.loads(row["params"])
 
 
