@@ -3,6 +3,7 @@ autoencoder: the closed forms against hand computations, the cache, bad input, s
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 
@@ -115,6 +116,30 @@ def test_a_second_fit_runs_no_pretraining(images, monkeypatch):
     assert len(calls) == 1
     assert not first.pretrained_from_cache_ and second.pretrained_from_cache_
     np.testing.assert_array_equal(first.labels_, second.labels_)  # deterministic on CPU
+
+
+def test_phase_two_starts_from_the_pretrained_network_when_no_epoch_beats_it(images, monkeypatch):
+    """Phase 1's first candidate is the pretrained network (as the authors' code): with validation
+    scores that only fall, phase 2 receives the weights phase 1 started from."""
+    from clusterbench.methods import sr_kmeans
+
+    scores = iter([0.9, 0.5, 0.4, 0.3, 0.2, 0.1])
+    monkeypatch.setattr(sr_kmeans, "normalized_mutual_info_score", lambda truth, predicted: next(scores))
+    starts = {}
+
+    def spying(phase, name):
+        def spy(self, network, *args):
+            starts[name] = copy.deepcopy(network.state_dict())
+            return phase(self, network, *args)
+
+        return spy
+
+    monkeypatch.setattr(DEPICTClusterer, "_hard_phase", spying(DEPICTClusterer._hard_phase, "hard"))
+    monkeypatch.setattr(DEPICTClusterer, "_soft_phase", spying(DEPICTClusterer._soft_phase, "soft"))
+    model = SRKMeans(3, **{**TINY, "init_epochs": 10, "init_patience": 3}, random_state=0).fit(images[0])
+    assert model.validation_nmi_ == [0.9, 0.5, 0.4, 0.3] and model.n_init_epochs_ == 3
+    for name, tensor in starts["hard"].items():
+        assert torch.equal(starts["soft"][name], tensor), name
 
 
 class Interrupted(Exception):

@@ -106,7 +106,8 @@ class DEPICTClusterer(DeepClusterer):
 
     Fitted attributes: ``labels_``, ``init_labels_`` (the initial clustering), ``embedding_``,
     ``mutual_information_`` (I(X, K), eq. 11, after each phase-2 update: the paper's Fig. 1),
-    ``loss_history_`` (mean training loss per epoch, both phases), ``n_init_epochs_``, ``n_iter_``
+    ``loss_history_`` (mean training loss per epoch, both phases), ``validation_nmi_`` (phase 1's
+    early-stopping score, the pretrained network's first, then one per epoch), ``n_init_epochs_``, ``n_iter_``
     (phase-2 epochs), ``converged_``, ``n_params_``, ``pretrain_loss_``, ``pretrain_epochs_run_``,
     ``pretrained_from_cache_``, ``device_``.
     """
@@ -356,9 +357,11 @@ class DEPICTClusterer(DeepClusterer):
             return normalized_mutual_info_score(initial, predicted)
 
         best, state, waited, epoch = -1.0, None, 0, 0
+        self.validation_nmi_ = []
         if len(val):
             self._refresh(head, self._embed(network, data), q)
             best, state = validation_nmi(), copy.deepcopy((network.state_dict(), head.state_dict()))
+            self.validation_nmi_.append(best)
         while epoch < self.init_epochs:
             epoch += 1
             self._refresh(head, self._embed(network, data), q)
@@ -366,6 +369,7 @@ class DEPICTClusterer(DeepClusterer):
             if not len(val):
                 continue
             score = validation_nmi()
+            self.validation_nmi_.append(score)
             if score > best:
                 best, state, waited = score, copy.deepcopy((network.state_dict(), head.state_dict())), 0
             else:
