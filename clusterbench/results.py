@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
@@ -101,19 +101,21 @@ def typed_hash(identity: Mapping) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def records_by_fit(folder: Path) -> dict[str, list[tuple[Path, str]]]:
-    """The records in ``folder`` by ``fit_hash`` (a record's hash without its metric suite: one fit
-    scored under two suites has two records, one fit hash), each with its ``data_digest``. Records
-    written before records kept these have none, and are left out. Reads only each file's first row."""
+def records_by_fit(rows: Iterable[tuple[Path, dict]]) -> dict[str, list[tuple[Path, str]]]:
+    """A folder's records (its :func:`first_rows`) by ``fit_hash`` (a record's hash without its
+    metric suite: one fit scored under two suites has two records, one fit hash), each with its
+    ``data_digest``. Records written before records kept these have none, and are left out."""
     index: dict[str, list[tuple[Path, str]]] = {}
-    for path, row in _first_rows(folder):
+    for path, row in rows:
         if row.get("fit_hash"):
             index.setdefault(row["fit_hash"], []).append((path, row.get("data_digest") or ""))
     return index
 
 
-def _first_rows(folder: Path) -> Iterator[tuple[Path, dict]]:
-    """Each record in ``folder`` with its first row (the columns every row of a record shares)."""
+def first_rows(folder: Path) -> list[tuple[Path, dict]]:
+    """Each record in ``folder`` with its first row (the columns every row of a record shares),
+    reading nothing else of the files."""
+    rows = []
     for path in sorted(Path(folder).glob("*.csv")):
         try:
             with path.open(newline="") as handle:
@@ -121,14 +123,8 @@ def _first_rows(folder: Path) -> Iterator[tuple[Path, dict]]:
         except FileNotFoundError:  # removed meanwhile
             continue
         if row:
-            yield path, row
-
-
-def first_params(folder: Path) -> Iterator[dict]:
-    """The hyperparameters (``params``) of each record in ``folder``, from its first row."""
-    for _, row in _first_rows(folder):
-        if row.get("params"):
-            yield json.loads(row["params"])
+            rows.append((path, row))
+    return rows
 
 
 def _by_value(node):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.catalog import locate
-from clusterbench.results import finished_record, first_params, read_labels, read_record, records_by_fit
+from clusterbench.results import finished_record, first_rows, read_labels, read_record, records_by_fit
 
 if TYPE_CHECKING:
     from clusterbench.runner import Job
@@ -55,16 +56,24 @@ class Ledger:
 
     def __init__(self, job: Job):
         self.job = job
-        self._by_fit = None  # the folder's records by what they fitted, read when a point needs it
-        self._places = None  # where the folder's records ran (places_run), read likewise
+        # The folder's records (first rows only), read once and only when a point needs them: by
+        # what they fitted, and where they ran.
+        self._rows = None
+        self._by_fit = None
+        self._places = None
+
+    def _folder_rows(self, path: Path) -> list[tuple[Path, dict]]:
+        if self._rows is None:
+            self._rows = first_rows(path.parent)
+        return self._rows
 
     def _elsewhere(self, point: dict) -> Iterator[dict]:
-        """:func:`_elsewhere` among the devices and thread counts the folder's records ran with,
-        read once: a twin can only be one of those (a few names to hash and look up, where
-        :data:`THREADS_RUN` alone offers 258)."""
+        """:func:`_elsewhere` among the devices and thread counts the folder's records ran with: a
+        twin can only be one of those (a few names to hash and look up, where :data:`THREADS_RUN`
+        alone offers 258). A generator: nothing is read unless a twin is looked for."""
         if self._places is None:
-            self._places = places_run(self.job.record_of(point).parent)
-        return _elsewhere(point, self._places)
+            self._places = places_run(self._folder_rows(self.job.record_of(point)))
+        yield from _elsewhere(point, self._places)
 
     @cached_property
     def rescorable(self) -> bool:
@@ -118,7 +127,7 @@ class Ledger:
         # out here under today's limits would be again, and one that succeeded (on either device)
         # lends its labels, scored with this suite instead of fitting again.
         if self._by_fit is None:
-            self._by_fit = records_by_fit(path.parent)
+            self._by_fit = records_by_fit(self._folder_rows(path))
         here = _other_records(self._by_fit, entry.fit_hash, path, digest)
         there = [
             record
@@ -157,11 +166,12 @@ class Places:
     threads: frozenset
 
 
-def places_run(folder: Path) -> Places:
-    """Where the records in ``folder`` ran (:class:`Places`), from each file's first row. A record
-    named without ``n_threads`` (a parameter added later at 1, ``runner.named_by``) ran at 1."""
+def places_run(rows: Iterable[tuple[Path, dict]]) -> Places:
+    """Where a folder's records (its :func:`~clusterbench.results.first_rows`) ran
+    (:class:`Places`). A record named without ``n_threads`` (a parameter added later at 1,
+    ``runner.named_by``) ran at 1."""
     devices, threads = set(), set()
-    for params in first_params(folder):
+    for params in (json.loads(row["params"]) for _, row in rows if row.get("params")):
         devices.add(params.get("device"))
         threads.add(params.get("n_threads", 1))
     return Places(frozenset(devices), frozenset(threads))

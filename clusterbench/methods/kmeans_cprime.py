@@ -299,11 +299,6 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         device, dtype = points.device, points.dtype
         chunk = max(MIN_CHUNK_POINTS, CHUNK_ELEMENTS // (restarts * n_clusters))
         bounds = [(lo, min(lo + chunk, n)) for lo in range(0, n, chunk)]
-        # The chunk's scores and responsibilities are written into blocks allocated once: a fresh
-        # 2 MiB tensor per chunk comes from mmap and pays its page faults on first touch, which
-        # costs as much as the matrix product that fills it (1.6 ms each, one thread).
-        scores_block = torch.empty(restarts * n_clusters * chunk, dtype=dtype, device=device)
-        soft_block = torch.empty_like(scores_block) if self._truncation() > 1 else None
         centres = centres.clone()
         total_norm = norms.sum()
         nearest_total = sum(affinities(points[lo:hi], centres).max(1).values.sum(-1) for lo, hi in bounds)
@@ -311,6 +306,11 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         labels = torch.zeros(restarts, n, dtype=torch.long, device=device)
         c_prime = self._truncation()
         hard = c_prime == 1  # one cluster per point (k-means, lazy-k-means): eq. 13 and 17 apply
+        # The chunk's scores and responsibilities are written into blocks allocated once: a fresh
+        # 2 MiB tensor per chunk comes from mmap and pays its page faults on first touch, which
+        # costs as much as the matrix product that fills it (1.6 ms each, one thread).
+        scores_block = torch.empty(restarts * n_clusters * chunk, dtype=dtype, device=device)
+        soft_block = None if hard else torch.empty_like(scores_block)
         # ℒ (eq. 3) needs every cluster's exp(score): a pass over the scores that hard assignments
         # need for nothing else (a fifth of a Lloyd iteration), left out when not asked for.
         likelihood_tracked = not hard or self._tracks_likelihood()

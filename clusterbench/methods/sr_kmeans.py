@@ -329,8 +329,9 @@ class DEPICTClusterer(DeepClusterer):
     def _fitted(self, head) -> None:
         """Sets the subclass's own fitted attributes from its final head."""
 
-    def _refresh(self, head, z: torch.Tensor, q: torch.Tensor) -> None:
-        """Phase 1's per-epoch head update from the fixed hard labels (SR-K-means: θ over all N)."""
+    def _refresh(self, head, network, data: torch.Tensor, q: torch.Tensor) -> None:
+        """Phase 1's per-epoch head update from the fixed hard labels (SR-K-means: θ over all N,
+        which needs the clean embedding of all N; the others need nothing)."""
 
     def _epoch(self, network, head, data, rows, targets, optimizer, generator, hard: bool) -> float:
         """One shuffled pass of Adam steps on the method's loss + R(Z); the mean loss, read back once."""
@@ -358,13 +359,14 @@ class DEPICTClusterer(DeepClusterer):
 
         best, state, waited, epoch = -1.0, None, 0, 0
         self.validation_nmi_ = []
+        self._refresh(head, network, data, q)  # the pretrained network's: the baseline's and epoch 1's
         if len(val):
-            self._refresh(head, self._embed(network, data), q)
             best, state = validation_nmi(), copy.deepcopy((network.state_dict(), head.state_dict()))
             self.validation_nmi_.append(best)
         while epoch < self.init_epochs:
             epoch += 1
-            self._refresh(head, self._embed(network, data), q)
+            if epoch > 1:
+                self._refresh(head, network, data, q)
             losses.append(self._epoch(network, head, data, train, q, optimizer, generator, True))
             if not len(val):
                 continue
@@ -489,8 +491,8 @@ class SRKMeans(DEPICTClusterer):
         self.cluster_centers_ = head.theta.double().cpu().numpy()
         self.prior_ = self._prior.double().cpu().numpy()
 
-    def _refresh(self, head, z: torch.Tensor, q: torch.Tensor) -> None:
-        head.theta = soft_kmeans_update(z, q, self.lam)[0]
+    def _refresh(self, head, network, data: torch.Tensor, q: torch.Tensor) -> None:
+        head.theta = soft_kmeans_update(self._embed(network, data), q, self.lam)[0]
 
     def _batch_loss(self, head, z: torch.Tensor, q: torch.Tensor, hard: bool) -> torch.Tensor:
         """Eq. 46's clustering terms on the noisy embedding z̃ (one-hot q in phase 1)."""
