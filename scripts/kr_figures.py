@@ -5,7 +5,8 @@
     make figures [QUICK=1] [KR_FIGURES="6 9"]
 
 The paper's scale: 20 restarts per fit, the full 5000-point BLOBS and CLASSIFICATION, Fig. 8's
-sweeps up to k = 10000 on 20000 points (the longest part, tens of minutes on 2 cores). Quick:
+sweeps up to k = 10000 on 20000 points (the longest part: an hour or more at one thread; each fit's
+row goes to results/benchmarks/kr_fig8_cpu.csv as it ends, and a rerun resumes from it). Quick:
 3 restarts, 1000-point subsamples, Fig. 8 at a twentieth of its sizes, two per sweep (a few
 minutes, most of it Fig. 8's 24 fits, each in a fresh process). Each
 title says its scale; the computation and drawing live in ``clusterbench.figures.khatri_rao``.
@@ -26,6 +27,8 @@ from clusterbench.scripting import output_folder, positive_int, run_script
 
 FIGURES = ("6", "7", "8", "9")
 FULL_OUT, QUICK_OUT = Path("results/figures"), Path("results/figures/quick")
+# Fig. 8's fits, one row each, written as they end: a stopped sweep resumes from the file.
+FIG8_MEASUREMENTS = Path("results/benchmarks/kr_fig8_cpu.csv")
 
 
 def main() -> None:
@@ -38,9 +41,18 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=positive_int, default=1, help="torch and OpenMP threads per fit (default 1)"
     )
+    parser.add_argument(
+        "--measurements",
+        type=Path,
+        help=f"Fig. 8's per-fit CSV, resumed when present (default: {FIG8_MEASUREMENTS}; "
+        "--quick: kr_fig8_quick.csv in the output folder)",
+    )
     args = parser.parse_args()
     # A quick draw never lands over the committed full-scale figures unless sent there.
     args.out = args.out or (QUICK_OUT if args.quick else FULL_OUT)
+    args.measurements = args.measurements or (
+        args.out / "kr_fig8_quick.csv" if args.quick else FIG8_MEASUREMENTS
+    )
     unknown = sorted(set(args.figures) - set(FIGURES))
     if unknown:
         parser.error(f"no figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
@@ -70,7 +82,12 @@ def draw(args: argparse.Namespace) -> None:
             ]
             figure = figures.draw_set_count_curves(curves, f"Fig. 7: inertia against p, 12 vectors ({label})")
         elif number == "8":
-            result = figures.scalability(threads=args.threads, scale=scale, points=2 if args.quick else None)
+            result = figures.scalability(
+                threads=args.threads,
+                scale=scale,
+                points=2 if args.quick else None,
+                measurements=args.measurements,
+            )
             what = "quick scale: sizes x 0.05, two per sweep" if args.quick else "paper sizes"
             figure = figures.draw_scalability(
                 result, f"Fig. 8: one fit on blobs, {args.threads} thread(s) ({what})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 
 from clusterbench.figures import khatri_rao as figures
@@ -60,11 +61,23 @@ def test_colour_quantization_codebooks_and_their_inertia(one_torch_thread):
     assert len(figures.draw_quantization(result, "test").axes) == 4
 
 
-def test_scalability_sweeps_record_every_method():
-    result = figures.scalability(
-        sweeps={"k": {"values": (64, 100), "fixed": {"n": 400, "d": 8}}}, max_iter=3, points=1
-    )
-    assert result.sweeps == {"k": [64]}
-    assert set(result.seconds["k"]) == set(figures.SCALABILITY_METHODS)
-    assert all(len(values) == 1 for values in result.per_iteration["k"].values())
-    assert len(figures.draw_scalability(result, "test").axes) == 3
+def test_scalability_writes_each_fit_and_a_rerun_measures_nothing_again(tmp_path, monkeypatch):
+    sweeps = {"k": {"values": (64, 100), "fixed": {"n": 400, "d": 8}}}
+    measurements = tmp_path / "fig8.csv"
+    first = figures.scalability(sweeps=sweeps, max_iter=3, points=1, measurements=measurements)
+    rows = pd.read_csv(measurements)
+    assert list(rows.columns) == figures.MEASUREMENT_COLUMNS
+    assert sorted(rows["method"]) == sorted(figures.SCALABILITY_METHODS)
+    assert set(rows["sizes"]) == {"8x8"} and (rows["n_iter"] >= 1).all()
+
+    def no_fit(spec):
+        raise AssertionError(f"measured again: {spec['method']}")
+
+    monkeypatch.setattr(figures, "fit_in_fresh_process", no_fit)
+    again = figures.scalability(sweeps=sweeps, max_iter=3, points=1, measurements=measurements)
+    assert again.sweeps == {"k": [64]}
+    assert again.seconds == first.seconds and again.peak_mib == first.peak_mib
+    assert all(len(values) == 1 for values in again.per_iteration["k"].values())
+    assert len(figures.draw_scalability(again, "test").axes) == 3
+    with pytest.raises(AssertionError, match="measured again"):  # a new point is measured
+        figures.scalability(sweeps=sweeps, max_iter=3, points=2, measurements=measurements)

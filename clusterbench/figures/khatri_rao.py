@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure
 from sklearn.cluster import KMeans
 
@@ -34,6 +35,7 @@ from clusterbench.data.preprocess import standardize
 from clusterbench.methods import KhatriRaoKMeans, KhatriRaoNaive
 from clusterbench.methods.kr_kmeans import protocentroid_sizes
 from clusterbench.metrics import purity
+from clusterbench.results import atomic_write_text
 
 # Fig. 6's x-axis: h1 = h2 from 2 to 10, i.e. 4 to 100 represented centroids (the data have 100).
 SET_SIZES = tuple(range(2, 11))
@@ -250,13 +252,28 @@ class Scalability:
     peak_mib: dict[str, dict[str, list[float]]]
 
 
+# One row per fit of :func:`scalability`: what identifies it, then what was measured.
+MEASUREMENT_KEY = ["axis", "method", "n", "d", "k", "sizes", "threads", "max_iter", "tol"]
+MEASUREMENT_COLUMNS = [*MEASUREMENT_KEY, "seconds", "n_iter", "peak_mib", "load_before", "load_after"]
+
+
 def scalability(
-    sweeps=SWEEPS, max_iter: int = 200, threads: int = 1, scale: float = 1.0, points: int | None = None
+    sweeps=SWEEPS,
+    max_iter: int = 200,
+    threads: int = 1,
+    scale: float = 1.0,
+    points: int | None = None,
+    measurements: Path | None = None,
 ) -> Scalability:
     """Fig. 8: one fit per method and point, each in a fresh process.
 
-    ``scale`` shrinks n, m and k; ``points`` keeps only the first values of each sweep.
+    ``scale`` shrinks n, m and k; ``points`` keeps only the first values of each sweep. With
+    ``measurements`` (a CSV), each fit's row is written there as soon as it ends (atomically) and
+    a fit whose row is already there is not run again: a sweep of an hour or more resumes where
+    it was stopped, and the figure is drawn from the file. Delete the file to measure anew.
     """
+    rows = pd.read_csv(measurements).to_dict("records") if measurements and measurements.exists() else []
+    measured_before = {tuple(row[key] for key in MEASUREMENT_KEY): row for row in rows}
     result = Scalability({}, {}, {}, {})
     for axis, sweep in sweeps.items():
         result.seconds[axis], result.per_iteration[axis], result.peak_mib[axis] = {}, {}, {}
@@ -264,22 +281,34 @@ def scalability(
             shape = {"n": 1000, "d": 100, "k": 100, **sweep["fixed"], SWEPT_KEY[axis]: value}
             shape = {key: max(4, round(size * scale)) for key, size in shape.items()}
             result.sweeps.setdefault(axis, []).append(shape[SWEPT_KEY[axis]])
+            sizes = list(protocentroid_sizes(shape["k"]))
             for method in SCALABILITY_METHODS:
                 spec = {
                     **shape,
                     "centers": shape["k"],
-                    "sizes": list(protocentroid_sizes(shape["k"])),
+                    "sizes": sizes,
                     "method": method,
                     "memory_efficient": True,
                     "max_iter": max_iter,
                     "tol": 1e-4,
                     "threads": threads,
                 }
-                measured = fit_in_fresh_process(spec)
-                result.seconds[axis].setdefault(method, []).append(measured["seconds"])
-                per_iteration = measured["seconds"] / max(1, measured["n_iter"])
+                identity = {**spec, "axis": axis, "sizes": "x".join(map(str, sizes))}
+                key = tuple(identity[name] for name in MEASUREMENT_KEY)
+                row = measured_before.get(key)
+                if row is None:
+                    load_before = os.getloadavg()[0]
+                    row = {name: identity[name] for name in MEASUREMENT_KEY} | fit_in_fresh_process(spec)
+                    row |= {"load_before": load_before, "load_after": os.getloadavg()[0]}
+                    rows.append(row)
+                    if measurements:
+                        atomic_write_text(
+                            measurements, pd.DataFrame(rows, columns=MEASUREMENT_COLUMNS).to_csv(index=False)
+                        )
+                result.seconds[axis].setdefault(method, []).append(row["seconds"])
+                per_iteration = row["seconds"] / max(1, row["n_iter"])
                 result.per_iteration[axis].setdefault(method, []).append(per_iteration)
-                result.peak_mib[axis].setdefault(method, []).append(measured["peak_mib"])
+                result.peak_mib[axis].setdefault(method, []).append(row["peak_mib"])
     return result
 
 
