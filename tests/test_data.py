@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hydra.utils import get_method
+from numpy.testing import assert_array_equal
 from omegaconf import OmegaConf
 
 from clusterbench.catalog import CONF_DIR, load_option, options
@@ -622,3 +623,18 @@ def test_a_missing_or_malformed_embeddings_file_is_one_user_error_naming_the_fix
         _embeddings(path)
     message = str(error.value)
     assert expected in message and "dataset.path=FILE.npz" in message
+
+
+def test_column_major_images_are_loaded_row_major(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    images = np.arange(4 * 2 * 3, dtype=float).reshape(4, 2, 3)  # four 2×3 images, H = 2, W = 3
+    stored = images.transpose(0, 2, 1).reshape(4, 6)  # column by column, as Matlab writes them
+    np.savez(tmp_path / "faces.npz", X=stored, y=np.array([0, 0, 1, 1]))
+    faces = {"name": "faces", "n_clusters": 2, "preprocess": "none"}
+    faces["source"] = {"_target_": CACHED_SOURCE, "name": "faces", "openml_id": None}
+    assert_array_equal(load_dataset(faces).X, stored)  # untouched without the key
+    loaded = load_dataset({**faces, "column_major_images": [2, 3]})
+    assert_array_equal(loaded.X, images.reshape(4, 6))
+    with pytest.raises(UserError, match=r"column_major_images must be \[H, W\] with H·W = its 6 features"):
+        load_dataset({**faces, "column_major_images": [3, 3]})
+    assert list(dataset_config("cmu_pie").column_major_images) == [32, 32]

@@ -1,6 +1,7 @@
 """Datasets: a config in ``conf/dataset/`` names a source and how the paper prepared the data.
 
-``load_dataset`` applies, in order: split (train/test part), stratified subsample (seeded),
+``load_dataset`` applies, in order: split (train/test part), images stored column by column
+(``column_major_images: [H, W]``, Matlab's order) turned to row-major, stratified subsample (seeded),
 the profile's size cap, NaN imputation, then the preprocessing (e.g. ``standardize``). A file
 source reads ``<name>.npz`` from the first of :func:`data_folders` holding it: ``$CLUSTERBENCH_DATA``,
 the user cache ``~/.cache/clusterbench``, the copies bundled with the package.
@@ -94,6 +95,7 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prep
         )
     raw = _split(raw, cfg.get("split"), cfg.name)
     X, y = _features(raw.X, cfg.name), as_labels(raw.y, cfg.name)
+    X = _row_major(X, cfg.get("column_major_images"), cfg.name)
     n_clusters = len(np.unique(y)) if cfg.n_clusters is None else cfg.n_clusters
     limits = {"dataset.subsample": cfg.get("subsample"), "profile.max_samples": max_samples}
     for key, size in limits.items():
@@ -110,6 +112,23 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prep
     setting = "dataset.impute" if "impute" in cfg else "+dataset.impute"
     X = preprocess(impute(X, cfg.get("impute"), cfg.name, setting), cfg.get("preprocess"))
     return Dataset(name=cfg.name, X=X, y=y, n_clusters=n_clusters, digest=digest)
+
+
+def _row_major(X: np.ndarray, shape, name: str) -> np.ndarray:
+    """Rows holding H×W images stored column by column (a Matlab file's order: CMU-PIE) as row-major
+    images, the order every other image dataset has and a convolutional network expects (the
+    SR-K-means code reshapes CMU-PIE with order='F'). Distances between rows do not change."""
+    if shape is None:
+        return X
+    if not (
+        len(shape) == 2 and all(is_int(v) and v >= 1 for v in shape) and shape[0] * shape[1] == X.shape[1]
+    ):
+        raise UserError(
+            f"dataset '{name}': column_major_images must be [H, W] with H·W = its {X.shape[1]} features, "
+            f"got {list(shape)}; fix dataset.column_major_images or set it to null"
+        )
+    height, width = shape
+    return np.ascontiguousarray(X.reshape(len(X), width, height).transpose(0, 2, 1).reshape(len(X), -1))
 
 
 def data_digest(X: np.ndarray, y: np.ndarray) -> str:
