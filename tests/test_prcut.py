@@ -218,6 +218,22 @@ def test_without_the_regulariser_clusters_empty_and_with_it_they_do_not(blobs, s
     assert np.isfinite(free.history_["bound"]).all()
 
 
+def test_the_inverse_time_rate_averages_every_batch_and_the_constant_one_forgets(blobs):
+    # A frozen network (lr 1e-30): every batch's mean P estimates the same full-data mean. With
+    # γ = 1, the constant rate keeps only the last batch's mean; γ/t makes p̄ the mean of all
+    # 300 batch means (p̄_t = ((t − 1) p̄_(t−1) + m_t)/t), far closer to the full-data mean.
+    X, _ = blobs
+    settings = {**SMALL, "batch_size": 10, "steps": 300, "lr": 1e-30, "gamma": 1.0, "random_state": 0}
+    last = PRCut(4, **settings).fit(X)
+    averaged = PRCut(4, gamma_schedule="inverse_time", **settings).fit(X)
+    with torch.no_grad():
+        full = torch.softmax(averaged.network_(torch.as_tensor(X, dtype=torch.float32)), 1).mean(0).numpy()
+    np.testing.assert_allclose(averaged.cluster_mass_, full, atol=0.01)
+    assert np.abs(last.cluster_mass_ - full).max() > 3 * np.abs(averaged.cluster_mass_ - full).max()
+    with pytest.raises(HyperparameterError, match="gamma_schedule must be one of constant, inverse_time"):
+        PRCut(4, gamma_schedule="harmonic", **SMALL).fit(X)
+
+
 def test_label_similarity_recovers_the_labels(blobs):
     X, y = blobs
     model = PRCut(4, similarity="labels", optimizer="adam", lr=1e-2, steps=150, batch_size=100, hidden=32,

@@ -11,8 +11,9 @@ p̄_ℓ the mean of column ℓ of P. Algorithm 1 minimises it online, one batch 
 1. draw 2B indices without replacement: left = the first B, right = the next B;
    W_b = W[left][:, right] (kNN, label or cosine similarity, below);
 2. P_l, P_r = N_θ(X_left), N_θ(X_right);
-3. the moving average p̄ ← (1 − γ) p̄ + γ · mean of the 2B rows of P (p̄₀ uniform; γ weights the
-   new batch, Table 5 and the authors' code; Algorithm 1's decaying β/t is not implemented);
+3. the moving average p̄ ← (1 − γ_t) p̄ + γ_t · mean of the 2B rows of P (p̄₀ uniform; γ_t weights
+   the new batch: a constant γ as Table 5 and the authors' code, or §4.2's decaying γ/t at step t,
+   ``gamma_schedule='inverse_time'``, under which p̄ tends to a mean over all the batches seen);
 4. the gradient of eq. 7 with respect to P (eq. 8), with p̄ the moving average,
    G_l = W_b (1 − 2 P_r) / p̄ − S / (p̄² n),  G_r = W_bᵀ (1 − 2 P_l) / p̄ − S / (p̄² n),
    S_ℓ = Σ_ij W_ij (P^l_iℓ + P^r_jℓ − 2 P^l_iℓ P^r_jℓ), n = 2B (the code's; §5 says the batch size
@@ -41,6 +42,7 @@ k 100) with the code's batch (B = 2048) and step count (25 000), which the paper
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -68,6 +70,7 @@ from clusterbench.validation import (
 
 SIMILARITIES = ("knn", "labels", "cosine")
 OPTIMIZERS = ("rmsprop", "adam")
+GAMMA_SCHEDULES = ("constant", "inverse_time")
 PREDICT_CHUNK = 8192  # rows per forward pass when labelling
 COSINE_RATIO_CUT_MAX = 20000  # ratio_cut_ on the dense cosine similarity only up to this many points
 SHOW_LOSS_EVERY = 50  # steps between updates of the progress bar's loss
@@ -218,6 +221,8 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
     lr, weight_decay : Table 5: 1e-5 and 1e-9 (the code: 1e-4 and 1e-7).
     beta : weight of the balance regulariser KL(p̄ ‖ u) (Table 5: 200; the code: 100).
     gamma : weight of the new batch in the moving average p̄ (Table 5: 0.8), in (0, 1].
+    gamma_schedule : 'constant' (γ at every step: Table 5, the code) or 'inverse_time' (γ/t at
+        step t = 1, 2, …: §4.2's rate β_t = β/t and Algorithm 1, line 7).
     batch_size : B; each step draws 2B points (the code: 2048). Capped at n // 2.
     steps : optimisation steps (the code: 25 000; not in the paper).
     device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
@@ -235,6 +240,9 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
     batch_size_ : the B used; n_iter_ : steps run; device_ : the device used.
     """
 
+    # Added after records were made: their default is what the estimator did before.
+    _params_added_later: ClassVar[dict] = {"gamma_schedule": "constant"}
+
     def __init__(
         self,
         n_clusters=8,
@@ -250,6 +258,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         weight_decay=1e-9,
         beta=200.0,
         gamma=0.8,
+        gamma_schedule="constant",
         batch_size=2048,
         steps=25000,
         device="auto",
@@ -269,6 +278,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.beta = beta
         self.gamma = gamma
+        self.gamma_schedule = gamma_schedule
         self.batch_size = batch_size
         self.steps = steps
         self.device = device
@@ -308,6 +318,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
             ("weight_decay", NON_NEGATIVE_REAL),
             ("beta", NON_NEGATIVE_REAL),
             ("gamma", in_interval(0, 1, closed="right")),
+            ("gamma_schedule", one_of(GAMMA_SCHEDULES)),
             ("batch_size", POSITIVE_INT),
             ("steps", POSITIVE_INT),
         ]
@@ -365,7 +376,8 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
             W = batch_similarity(left, right)
             P = torch.softmax(self.network_(data[chosen]), dim=1)
             with torch.no_grad():
-                p_mean = (1.0 - self.gamma) * p_mean + self.gamma * P.detach().mean(0)
+                rate = self.gamma / (step + 1) if self.gamma_schedule == "inverse_time" else self.gamma
+                p_mean = (1.0 - rate) * p_mean + rate * P.detach().mean(0)
                 # A cluster that has emptied (p̄_ℓ → 0, collapse without the regulariser) would
                 # turn eq. 8's 1/p̄ and 1/p̄² into inf and the network into NaN: floor it.
                 p_used = p_mean.clamp_min(P_MEAN_FLOOR)
