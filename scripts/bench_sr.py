@@ -1,0 +1,145 @@
+"""Speed of SR-K-means' epochs (issue 29) and of MI-ADM's beside it, and what a warm cache saves.
+
+    python scripts/bench_sr.py                                 # USPS and MNIST-full, 2 threads
+    python scripts/bench_sr.py --datasets usps_11000 --threads 1 --repeats 3
+    python scripts/bench_sr.py --quick                         # 1000 USPS images: seconds; writes nothing
+
+What is measured, on the data as the SR tables prepare it (``pixels_symmetric``: (X − 127.5)/127.5)
+and the paper's settings (DEPICT autoencoder, batch 100, Adam):
+
+- per **pretraining epoch** of SR-K-means (one pass of the denoising autoencoder over the 90%
+  training split, then the validation pass that early stopping reads): the difference of two fits
+  with 1 and 1 + ``--extra`` pretraining epochs, each from an empty cache, divided by ``--extra``;
+- per **clustering epoch** (phase 2: one pass of eq. 46 over all N, then the clean re-encoding
+  and the closed-form updates of eq. 27-28) of SR-K-means and of MI-ADM (its peer in the paper:
+  cross-entropy on the targets of eq. 14): fits with the network in the cache, 1 and
+  1 + ``--extra`` phase-2 epochs (tol 0, so none stops early), phase 1 left out;
+- **cold** and **warm** fit: the same fit (1 pretraining epoch, 1 clustering epoch) with an empty
+  cache and with its network cached; the warm one must load the network (else the benchmark
+  fails), so the difference is what a cached pretraining saves per epoch it would have run.
+
+The initial clustering is k-means with one restart (AC-PIC's cost is not an epoch's); it and
+the set-up cancel in each difference. Configurations alternate within each repeat and each keeps
+its least time, so a busy spell of the machine falls on all alike; the 1-minute load average is
+recorded. Rows go to results/benchmarks/sr_kmeans_cpu.csv (``--out`` folder): what, method,
+dataset, rows, threads, seconds, repeats, load, date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from clusterbench.catalog import load_option
+from clusterbench.data import load_dataset
+from clusterbench.methods import MIADM, SRKMeans
+from clusterbench.methods.deep import cache
+from clusterbench.results import atomic_write_text
+from clusterbench.scripting import output_folder, positive_int, run_script
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "results" / "benchmarks"
+CSV = "sr_kmeans_cpu.csv"
+METHODS = {"sr_kmeans": SRKMeans, "mi_adm": MIADM}
+# Every fit: the paper's network and batches; no early stop of any phase inside a measurement.
+FIXED = {"init": "kmeans", "n_init": 1, "init_epochs": 0, "pretrain_patience": 10**6, "tol": 0.0}
+
+
+def prepared(name: str, rows: int | None) -> np.ndarray:
+    config = load_option("dataset", name)
+    config.preprocess = "pixels_symmetric"
+    return load_dataset(config, max_samples=rows).X.astype(np.float32)
+
+
+def fit_seconds(method: str, X: np.ndarray, folder: Path, threads: int, **settings) -> tuple[float, object]:
+    """Seconds of one fit whose pretraining cache is ``folder`` (the caller's cache setting is
+    restored after it)."""
+    settings = {**FIXED, **settings, "n_clusters": 10, "random_state": 0, "n_threads": threads}
+    model = METHODS[method](**settings, device="cpu")
+    before = os.environ.get(cache.ENVIRONMENT_VARIABLE)
+    os.environ[cache.ENVIRONMENT_VARIABLE] = str(folder)
+    try:
+        start = time.perf_counter()
+        model.fit(X)
+        return time.perf_counter() - start, model
+    finally:
+        if before is None:
+            del os.environ[cache.ENVIRONMENT_VARIABLE]
+        else:
+            os.environ[cache.ENVIRONMENT_VARIABLE] = before
+
+
+def measure(name: str, X: np.ndarray, threads: int, extra: int, repeats: int) -> list[dict]:
+    least: dict[str, float] = {}
+
+    def keep(label: str, seconds: float) -> None:
+        least[label] = min(least.get(label, np.inf), seconds)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        warm = Path(scratch) / "warm"
+        fit_seconds("sr_kmeans", X, warm, threads, pretrain_epochs=1, epochs=1)  # fills the warm cache
+        for repeat in range(repeats):
+            for pretrain in (1, 1 + extra):
+                cold = Path(scratch) / f"cold-{repeat}-{pretrain}"
+                seconds = fit_seconds("sr_kmeans", X, cold, threads, pretrain_epochs=pretrain, epochs=1)[0]
+                keep(f"pretrain {pretrain}", seconds)
+            for method in METHODS:
+                for epochs in (1, 1 + extra):
+                    seconds, model = fit_seconds(method, X, warm, threads, pretrain_epochs=1, epochs=epochs)
+                    if not model.pretrained_from_cache_ or model.n_iter_ != epochs:
+                        raise SystemExit(
+                            f"bench_sr.py: the {method} fit with {epochs} epochs did not run as set"
+                        )
+                    keep(f"{method} {epochs}", seconds)
+    load = round(os.getloadavg()[0], 2)
+    row = {"dataset": name, "rows": len(X), "threads": threads, "repeats": repeats, "load": load}
+    row["date"] = datetime.date.today().isoformat()
+    rows = [
+        {"what": "pretraining epoch (s)", "method": "sr_kmeans",
+         "seconds": (least[f"pretrain {1 + extra}"] - least["pretrain 1"]) / extra},
+        *({"what": "clustering epoch (s)", "method": method,
+           "seconds": (least[f"{method} {1 + extra}"] - least[f"{method} 1"]) / extra} for method in METHODS),
+        {"what": "cold fit, 1+1 epochs (s)", "method": "sr_kmeans", "seconds": least["pretrain 1"]},
+        {"what": "warm fit, 1+1 epochs (s)", "method": "sr_kmeans", "seconds": least["sr_kmeans 1"]},
+    ]  # fmt: skip
+    return [{**entry, **row, "seconds": round(entry["seconds"], 3)} for entry in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["usps_11000", "mnist"], help="dataset configs")
+    parser.add_argument("--threads", type=positive_int, default=2, help="torch threads (default 2)")
+    parser.add_argument(
+        "--extra", type=positive_int, default=2, help="epochs between the two fits (default 2)"
+    )
+    parser.add_argument("--repeats", type=positive_int, default=2, help="alternating repeats (default 2)")
+    parser.add_argument("--quick", action="store_true", help="1000 USPS images, one repeat; writes nothing")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
+    args = parser.parse_args()
+    output_folder(parser, args.out)
+    datasets, rows, repeats = (["usps_11000"], 1000, 1) if args.quick else (args.datasets, None, args.repeats)
+    measured = []
+    for name in datasets:
+        measured += measure(name, prepared(name, rows), args.threads, args.extra, repeats)
+        print(pd.DataFrame(measured).to_string(index=False), flush=True)
+    if not args.quick:
+        path = args.out / CSV
+        frame = pd.DataFrame(measured)
+        if path.exists():  # keep the rows of the (dataset, threads) pairs not measured now
+            old = pd.read_csv(path)
+            measured_now = set(zip(frame["dataset"], frame["threads"], strict=True))
+            kept = [pair not in measured_now for pair in zip(old["dataset"], old["threads"], strict=True)]
+            frame = pd.concat([old[kept], frame], ignore_index=True)
+        atomic_write_text(path, frame.to_csv(index=False))
+        print(f"-> {path}")
+
+
+if __name__ == "__main__":
+    run_script(main)
