@@ -567,10 +567,11 @@ class KMeansCPrime(_TruncatedEM):
         return nearest_sets(scores, nearest, c_prime), nearest
 
 
-class IsotropicGMM(KMeansCPrime):
+class IsotropicGMM(_TruncatedEM):
     """EM for the isotropic, equal-prior GMM of eq. 2 (Algorithm 2): k-means-C′ with C′ = C.
 
-    Same parameters and attributes as :class:`KMeansCPrime`, without ``c_prime``.
+    Same parameters and attributes as :class:`KMeansCPrime`, without ``c_prime`` and
+    ``track_likelihood`` (EM's free energy is ℒ, which it computes anyway).
     """
 
     def __init__(
@@ -598,11 +599,7 @@ class IsotropicGMM(KMeansCPrime):
     def _truncation(self) -> int:
         return self.n_clusters
 
-    def _extra_checks(self) -> list[tuple[str, Constraint]]:
-        return []
-
-    def _checks(self) -> list[tuple[str, Constraint]]:
-        return _TruncatedEM._checks(self)  # no track_likelihood: EM's free energy is ℒ
-
-    def _tracks_likelihood(self) -> bool:
-        return True
+    def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
+        """Every cluster holds every point (eq. 5 over all C: the posterior; with C = 1 the one
+        cluster is a hard assignment's set, as for C′ = 1); labels: the nearest."""
+        return (nearest[:, None] if self.n_clusters == 1 else None), nearest
