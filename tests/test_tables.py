@@ -30,6 +30,7 @@ from clusterbench.tables import (
     win_loss,
     write_table,
 )
+from clusterbench.tables.spec import check_spec
 from tests.helpers import spec_changed
 
 REPO = Path(__file__).resolve().parents[1]
@@ -907,6 +908,20 @@ def test_a_spec_naming_what_does_not_exist_is_a_user_error(monkeypatch, change, 
     spec_changed(monkeypatch, "clam_table1", change)
     with pytest.raises(UserError, match=re.escape(fragment)):
         table_spec("clam_table1")
+
+
+def test_not_run_rows_say_so_until_they_have_runs_and_must_be_rows():
+    table = spec(not_run={"ecoli": "needs a GPU"}, protocol={"kind": "mean_std"})
+    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.5}))
+    cells = compute_cells(table, wide_runs(records)).set_index(["dataset", "column"])
+    assert (cells.loc["ecoli", "status"] == "not run").all()
+    assert (cells.loc["ecoli", "selected_params"] == "needs a GPU").all()
+    assert cells.loc[("zoo", "clam"), "status"] == "missing"  # not listed: no reason given
+    ran = frame(run("ecoli", "kmeans", 0, {}, {"sc": 0.4}))  # once it has runs, they show
+    later = compute_cells(table, wide_runs(ran)).set_index(["dataset", "column"])
+    assert later.loc[("ecoli", "kmeans"), "ours"] == 0.4
+    with pytest.raises(UserError, match=r"not_run\.iris names no row of the table"):
+        check_spec(spec(not_run={"iris": "x"}))
 
 
 def test_unavailable_rows_and_paper_only_columns_pass_the_spec_check(monkeypatch):

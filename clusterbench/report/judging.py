@@ -45,7 +45,7 @@ def cell_kind(cell: pd.Series, column_spec) -> str:
         return "not-available"
     if column_spec.get("method") is None:
         return "not-implemented"
-    if cell["status"] == "missing":
+    if cell["status"] in ("missing", "not run"):
         return "not-run"
     return "value" if is_number(cell["ours"]) else "stopped"
 

@@ -29,7 +29,8 @@ protocol); ``paper`` entries of its own are merged over them.
 ``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed).
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
 ``not available`` (the reason goes to the CSV) instead of the row silently missing, until
-records of it exist (a user who holds the data ran it).
+records of it exist (a user who holds the data ran it). ``not_run: {dataset: why}`` likewise marks
+a row left unrun on purpose (e.g. one that needs a GPU at this profile): ``not run``, with why.
 
 Every protocol chooses among the runs that finished (status ok); a cell whose value was chosen
 without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV

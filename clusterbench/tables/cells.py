@@ -83,11 +83,12 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                     | ({"reach": chosen.get("reach", math.nan)} if kind == "best_of" else {})
                 )
     cells = pd.DataFrame(rows)
-    for dataset, why in (spec.get("unavailable") or {}).items():
-        # a row we do not hold, unless a user with the data has run it
-        missing = (cells["dataset"] == dataset) & (cells["n_runs"] == 0)
-        cells.loc[missing, "status"] = "not available"
-        cells.loc[missing, "selected_params"] = why
+    # A row we do not hold, or one left for other hardware: said so, with why, until it has runs.
+    for key, status in (("unavailable", "not available"), ("not_run", "not run")):
+        for dataset, why in (spec.get(key) or {}).items():
+            missing = (cells["dataset"] == dataset) & (cells["n_runs"] == 0)
+            cells.loc[missing, "status"] = status
+            cells.loc[missing, "selected_params"] = why
     return _as_ratios(cells, spec.get("ratio_to") or {})
 
 

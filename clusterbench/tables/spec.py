@@ -65,9 +65,9 @@ def _paper_of_other_columns(spec: DictConfig) -> None:
 
 def check_spec(spec: DictConfig) -> None:
     """A user error for a key of the spec that names no column, row or metric of the table (in
-    ``gain``, ``win_loss``, ``paper``, ``paper_gain``, ``paper_win_loss``): its paper value would go
-    unprinted without a word. Rows, methods and metrics are checked against the records too, when
-    a table is built (:func:`build_table`)."""
+    ``gain``, ``win_loss``, ``paper``, ``paper_gain``, ``paper_win_loss``, ``not_run``): its paper
+    value (or its reason) would go unprinted without a word. Rows, methods and metrics are checked
+    against the records too, when a table is built (:func:`build_table`)."""
     rows, columns = set(spec.rows), set(spec.columns)
     fix = f"fix conf/table/{spec.name}.yaml"
     reference = OmegaConf.select(spec, "gain.reference")
@@ -84,6 +84,7 @@ def check_spec(spec: DictConfig) -> None:
         "paper": [("metric", spec.metrics), ("row", rows), ("column", columns)],
         "paper_gain": [("metric", spec.metrics), ("row", rows), ("column", columns)],
         "paper_win_loss": [("metric", spec.metrics), ("W/L row", named["win_loss"]), ("column", columns)],
+        "not_run": [("row", rows)],
     }
     for entry, expected in levels.items():
         _check_levels(spec, entry, spec.get(entry), expected)
