@@ -16,18 +16,21 @@ and the paper's settings (DEPICT autoencoder, batch 100, Adam):
   1 + ``--extra`` phase-2 epochs (tol 0, so none stops early), phase 1 left out;
 - **cold** and **warm** fit: the same fit (1 pretraining epoch, 1 clustering epoch) with an empty
   cache and with its network cached; the warm one must load the network (else the benchmark
-  fails), so the difference is what a cached pretraining saves per epoch it would have run.
+  fails); their difference is one pretraining epoch and the cache write, less the cache read.
 
-The initial clustering is k-means with one restart (AC-PIC's cost is not an epoch's); it and
-the set-up cancel in each difference. Configurations alternate within each repeat and each keeps
-its least time, so a busy spell of the machine falls on all alike; the 1-minute load average is
-recorded. Rows go to results/benchmarks/sr_kmeans_cpu.csv (``--out`` folder): what, method,
-dataset, rows, threads, seconds, repeats, load, date.
+The initial clustering is k-means with one restart (AC-PIC's cost is not an epoch's); it and the
+set-up cancel in each difference, and a difference of zero or less (the machine's noise above the
+epochs' time) fails the benchmark rather than reaching the CSV. Each dataset keeps its own K.
+Configurations alternate within each repeat and each keeps its least time, so a busy spell of the
+machine falls on all alike; the 1-minute load average is recorded. Rows go to
+results/benchmarks/sr_kmeans_cpu.csv (``--out`` folder): what, method, dataset, rows, threads,
+seconds, repeats, load, date.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import tempfile
@@ -38,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.catalog import load_option
-from clusterbench.data import load_dataset
+from clusterbench.data import Dataset, load_dataset
 from clusterbench.methods import MIADM, SRKMeans
 from clusterbench.methods.deep import cache
 from clusterbench.results import atomic_write_text
@@ -52,22 +55,24 @@ METHODS = {"sr_kmeans": SRKMeans, "mi_adm": MIADM}
 FIXED = {"init": "kmeans", "n_init": 1, "init_epochs": 0, "pretrain_patience": 10**6, "tol": 0.0}
 
 
-def prepared(name: str, rows: int | None) -> np.ndarray:
+def prepared(name: str, rows: int | None) -> Dataset:
+    """The dataset as the SR tables prepare it (pixels to [−1, 1]), as float32, with its own K."""
     config = load_option("dataset", name)
     config.preprocess = "pixels_symmetric"
-    return load_dataset(config, max_samples=rows).X.astype(np.float32)
+    data = load_dataset(config, max_samples=rows)
+    return dataclasses.replace(data, X=data.X.astype(np.float32))
 
 
-def fit_seconds(method: str, X: np.ndarray, folder: Path, threads: int, **settings) -> tuple[float, object]:
+def fit_seconds(method: str, data: Dataset, folder: Path, threads: int, **settings) -> tuple[float, object]:
     """Seconds of one fit whose pretraining cache is ``folder`` (the caller's cache setting is
     restored after it)."""
-    settings = {**FIXED, **settings, "n_clusters": 10, "random_state": 0, "n_threads": threads}
+    settings = {**FIXED, **settings, "n_clusters": data.n_clusters, "random_state": 0, "n_threads": threads}
     model = METHODS[method](**settings, device="cpu")
     before = os.environ.get(cache.ENVIRONMENT_VARIABLE)
     os.environ[cache.ENVIRONMENT_VARIABLE] = str(folder)
     try:
         start = time.perf_counter()
-        model.fit(X)
+        model.fit(data.X)
         return time.perf_counter() - start, model
     finally:
         if before is None:
@@ -76,7 +81,9 @@ def fit_seconds(method: str, X: np.ndarray, folder: Path, threads: int, **settin
             os.environ[cache.ENVIRONMENT_VARIABLE] = before
 
 
-def measure(name: str, X: np.ndarray, threads: int, extra: int, repeats: int) -> list[dict]:
+def least_seconds(data: Dataset, threads: int, extra: int, repeats: int) -> dict[str, float]:
+    """The least seconds over ``repeats`` of each fit the rows are differences of, by label:
+    ``pretrain E`` (cold cache, E pretraining epochs), ``<method> E`` (warm, E clustering epochs)."""
     least: dict[str, float] = {}
 
     def keep(label: str, seconds: float) -> None:
@@ -84,28 +91,44 @@ def measure(name: str, X: np.ndarray, threads: int, extra: int, repeats: int) ->
 
     with tempfile.TemporaryDirectory() as scratch:
         warm = Path(scratch) / "warm"
-        fit_seconds("sr_kmeans", X, warm, threads, pretrain_epochs=1, epochs=1)  # fills the warm cache
+        fit_seconds("sr_kmeans", data, warm, threads, pretrain_epochs=1, epochs=1)  # fills the warm cache
         for repeat in range(repeats):
             for pretrain in (1, 1 + extra):
                 cold = Path(scratch) / f"cold-{repeat}-{pretrain}"
-                seconds = fit_seconds("sr_kmeans", X, cold, threads, pretrain_epochs=pretrain, epochs=1)[0]
+                seconds = fit_seconds("sr_kmeans", data, cold, threads, pretrain_epochs=pretrain, epochs=1)[0]
                 keep(f"pretrain {pretrain}", seconds)
             for method in METHODS:
                 for epochs in (1, 1 + extra):
-                    seconds, model = fit_seconds(method, X, warm, threads, pretrain_epochs=1, epochs=epochs)
+                    seconds, model = fit_seconds(
+                        method, data, warm, threads, pretrain_epochs=1, epochs=epochs
+                    )
                     if not model.pretrained_from_cache_ or model.n_iter_ != epochs:
                         raise SystemExit(
                             f"bench_sr.py: the {method} fit with {epochs} epochs did not run as set"
                         )
                     keep(f"{method} {epochs}", seconds)
-    load = round(os.getloadavg()[0], 2)
-    row = {"dataset": name, "rows": len(X), "threads": threads, "repeats": repeats, "load": load}
-    row["date"] = datetime.date.today().isoformat()
+    return least
+
+
+def measure(data: Dataset, threads: int, extra: int, repeats: int) -> list[dict]:
+    least = least_seconds(data, threads, extra, repeats)
+
+    def per_epoch(longer: str, shorter: str) -> float:
+        seconds = (least[longer] - least[shorter]) / extra
+        if seconds <= 0:  # the machine's noise exceeded the epochs' time: no number to keep
+            raise SystemExit(
+                f"bench_sr.py: {longer!r} took no longer than {shorter!r} on {data.name}; "
+                "rerun with a larger --extra or more --repeats on a quieter machine"
+            )
+        return seconds
+
+    row = {"dataset": data.name, "rows": len(data.X), "threads": threads, "repeats": repeats}
+    row |= {"load": round(os.getloadavg()[0], 2), "date": datetime.date.today().isoformat()}
     rows = [
         {"what": "pretraining epoch (s)", "method": "sr_kmeans",
-         "seconds": (least[f"pretrain {1 + extra}"] - least["pretrain 1"]) / extra},
+         "seconds": per_epoch(f"pretrain {1 + extra}", "pretrain 1")},
         *({"what": "clustering epoch (s)", "method": method,
-           "seconds": (least[f"{method} {1 + extra}"] - least[f"{method} 1"]) / extra} for method in METHODS),
+           "seconds": per_epoch(f"{method} {1 + extra}", f"{method} 1")} for method in METHODS),
         {"what": "cold fit, 1+1 epochs (s)", "method": "sr_kmeans", "seconds": least["pretrain 1"]},
         {"what": "warm fit, 1+1 epochs (s)", "method": "sr_kmeans", "seconds": least["sr_kmeans 1"]},
     ]  # fmt: skip
@@ -127,7 +150,7 @@ def main() -> None:
     datasets, rows, repeats = (["usps_11000"], 1000, 1) if args.quick else (args.datasets, None, args.repeats)
     measured = []
     for name in datasets:
-        measured += measure(name, prepared(name, rows), args.threads, args.extra, repeats)
+        measured += measure(prepared(name, rows), args.threads, args.extra, repeats)
         print(pd.DataFrame(measured).to_string(index=False), flush=True)
     if not args.quick:
         path = args.out / CSV

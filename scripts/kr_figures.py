@@ -57,6 +57,8 @@ def main() -> None:
     if unknown:
         parser.error(f"no figure {', '.join(unknown)}; choose among {', '.join(FIGURES)}")
     output_folder(parser, args.out)
+    if "8" in (args.figures or FIGURES):
+        output_folder(parser, args.measurements.parent)
     torch.set_num_threads(args.threads)
     with threadpool_limits(args.threads):  # scikit-learn's k-means in Fig. 6, 7 and 9
         draw(args)

@@ -635,6 +635,7 @@ def test_column_major_images_are_loaded_row_major(tmp_path, monkeypatch):
     assert_array_equal(load_dataset(faces).X, stored)  # untouched without the key
     loaded = load_dataset({**faces, "column_major_images": [2, 3]})
     assert_array_equal(loaded.X, images.reshape(4, 6))
-    with pytest.raises(UserError, match=r"column_major_images must be \[H, W\] with H·W = its 6 features"):
-        load_dataset({**faces, "column_major_images": [3, 3]})
+    for wrong, shown in (([3, 3], r"\[3, 3\]"), (6, "6"), ("2x3", "'2x3'"), ([2, 3, 1], r"\[2, 3, 1\]")):
+        with pytest.raises(UserError, match=rf"\[H, W\] with H·W = its 6 features, got {shown}; fix"):
+            load_dataset({**faces, "column_major_images": wrong})
     assert list(dataset_config("cmu_pie").column_major_images) == [32, 32]

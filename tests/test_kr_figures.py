@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clusterbench.errors import UserError
 from clusterbench.figures import khatri_rao as figures
 
 matplotlib.use("Agg")
@@ -81,3 +82,24 @@ def test_scalability_writes_each_fit_and_a_rerun_measures_nothing_again(tmp_path
     assert len(figures.draw_scalability(again, "test").axes) == 3
     with pytest.raises(AssertionError, match="measured again"):  # a new point is measured
         figures.scalability(sweeps=sweeps, max_iter=3, points=2, measurements=measurements)
+
+
+def test_each_fit_is_written_as_it_ends_and_a_foreign_csv_is_refused(tmp_path, monkeypatch):
+    sweeps = {"k": {"values": (64,), "fixed": {"n": 400, "d": 8}}}
+    measurements = tmp_path / "fig8.csv"
+    fits = [{"seconds": 1.5, "peak_mib": 2.0, "n_iter": 3}]
+
+    def one_fit_then_a_crash(spec):
+        if not fits:
+            raise RuntimeError("the second fit crashed")
+        return fits.pop()
+
+    monkeypatch.setattr(figures, "fit_in_fresh_process", one_fit_then_a_crash)
+    with pytest.raises(RuntimeError, match="second fit crashed"):
+        figures.scalability(sweeps=sweeps, max_iter=3, measurements=measurements)
+    written = pd.read_csv(measurements)
+    assert len(written) == 1 and written.loc[0, "method"] == figures.SCALABILITY_METHODS[0]
+    assert written.loc[0, "seconds"] == 1.5 and written.loc[0, "n_iter"] == 3
+    measurements.write_text("axis,method\nk,x\n")
+    with pytest.raises(UserError, match=r"lacks Fig\. 8's columns n, d, k"):
+        figures.scalability(sweeps=sweeps, max_iter=3, measurements=measurements)

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from clusterbench.catalog import options
 from clusterbench.cli import main
 from clusterbench.report import write_report
+from clusterbench.report.judging import EMPTY_KINDS, cell_kind
 from clusterbench.report.papers import PAPERS, status_share
 from clusterbench.report.sections import DOCS
 from clusterbench.tables import table_spec
@@ -234,3 +235,11 @@ def test_the_readme_status_shares_are_the_committed_tables_counted_as_the_report
         row = next(line for line in readme.splitlines() if line.startswith(f"| {paper.title} "))
         shown = f"{within} of {cells} ({within / cells:.0%})" if cells else "—"  # none at paper scale yet
         assert f"| {shown} |" in row, (paper.title, row)
+
+
+def test_a_row_left_unrun_on_purpose_counts_as_not_run_not_as_stopped():
+    method = OmegaConf.create({"method": "sr_kmeans"})
+    cell = pd.Series({"status": "not run", "ours": math.nan})
+    assert cell_kind(cell, method) == "not-run"
+    assert cell_kind(pd.Series({"status": "failed", "ours": math.nan}), method) == "stopped"
+    assert "not_run:" in EMPTY_KINDS["not-run"][1]  # the page names the spec key that says why

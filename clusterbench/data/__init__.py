@@ -10,7 +10,7 @@ the user cache ``~/.cache/clusterbench``, the copies bundled with the package.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,12 +120,12 @@ def _row_major(X: np.ndarray, shape, name: str) -> np.ndarray:
     SR-K-means code reshapes CMU-PIE with order='F'). Distances between rows do not change."""
     if shape is None:
         return X
-    if not (
-        len(shape) == 2 and all(is_int(v) and v >= 1 for v in shape) and shape[0] * shape[1] == X.shape[1]
-    ):
+    pair = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 2
+    if not (pair and all(is_int(v) and v >= 1 for v in shape) and shape[0] * shape[1] == X.shape[1]):
+        shown = list(shape) if isinstance(shape, Sequence) and not isinstance(shape, str) else repr(shape)
         raise UserError(
             f"dataset '{name}': column_major_images must be [H, W] with H·W = its {X.shape[1]} features, "
-            f"got {list(shape)}; fix dataset.column_major_images or set it to null"
+            f"got {shown}; fix dataset.column_major_images or set it to null"
         )
     height, width = shape
     return np.ascontiguousarray(X.reshape(len(X), width, height).transpose(0, 2, 1).reshape(len(X), -1))

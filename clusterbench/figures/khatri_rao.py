@@ -32,6 +32,7 @@ from sklearn.cluster import KMeans
 from clusterbench.catalog import load_option
 from clusterbench.data import generators, load_dataset
 from clusterbench.data.preprocess import standardize
+from clusterbench.errors import UserError, first_line
 from clusterbench.methods import KhatriRaoKMeans, KhatriRaoNaive
 from clusterbench.methods.kr_kmeans import protocentroid_sizes
 from clusterbench.metrics import purity
@@ -272,7 +273,7 @@ def scalability(
     a fit whose row is already there is not run again: a sweep of an hour or more resumes where
     it was stopped, and the figure is drawn from the file. Delete the file to measure anew.
     """
-    rows = pd.read_csv(measurements).to_dict("records") if measurements and measurements.exists() else []
+    rows = _measured_rows(measurements) if measurements and measurements.exists() else []
     measured_before = {tuple(row[key] for key in MEASUREMENT_KEY): row for row in rows}
     result = Scalability({}, {}, {}, {})
     for axis, sweep in sweeps.items():
@@ -310,6 +311,23 @@ def scalability(
                 result.per_iteration[axis].setdefault(method, []).append(per_iteration)
                 result.peak_mib[axis].setdefault(method, []).append(row["peak_mib"])
     return result
+
+
+def _measured_rows(path: Path) -> list[dict]:
+    """The rows of an earlier sweep's CSV, refused in one line when it is not one."""
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"{path} is not a CSV of Fig. 8's fits ({first_line(exc)}); delete it to measure anew"
+        ) from None
+    missing = [column for column in MEASUREMENT_COLUMNS if column not in frame.columns]
+    if missing:
+        raise UserError(
+            f"{path} lacks Fig. 8's columns {', '.join(missing)}; delete it to measure anew, "
+            "or give another file with --measurements"
+        )
+    return frame.to_dict("records")
 
 
 def draw_scalability(result: Scalability, title: str) -> Figure:

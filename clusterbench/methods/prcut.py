@@ -13,7 +13,8 @@ p̄_ℓ the mean of column ℓ of P. Algorithm 1 minimises it online, one batch 
 2. P_l, P_r = N_θ(X_left), N_θ(X_right);
 3. the moving average p̄ ← (1 − γ_t) p̄ + γ_t · mean of the 2B rows of P (p̄₀ uniform; γ_t weights
    the new batch: a constant γ as Table 5 and the authors' code, or §4.2's decaying γ/t at step t,
-   ``gamma_schedule='inverse_time'``, under which p̄ tends to a mean over all the batches seen);
+   ``gamma_schedule='inverse_time'``, under which p̄ keeps every batch seen, with weights that
+   decay slowly with age: at γ = 1 exactly their mean);
 4. the gradient of eq. 7 with respect to P (eq. 8), with p̄ the moving average,
    G_l = W_b (1 − 2 P_r) / p̄ − S / (p̄² n),  G_r = W_bᵀ (1 − 2 P_l) / p̄ − S / (p̄² n),
    S_ℓ = Σ_ij W_ij (P^l_iℓ + P^r_jℓ − 2 P^l_iℓ P^r_jℓ), n = 2B (the code's; §5 says the batch size

@@ -10,7 +10,8 @@ no timestamp: it reads offline, and rebuilding it from the same results gives th
 
 An empty cell of ours is one of three kinds, each drawn differently: *not available* (a row whose
 data we do not hold: the spec's ``unavailable``), *not implemented* (a column without ``method``:
-the paper's only) and *not run* (status ``missing``: no records). A cell whose runs all stopped
+the paper's only) and *not run* (no records: status ``missing``, or ``not run`` for a row the
+spec's ``not_run`` leaves for other hardware, its reason in the CSV). A cell whose runs all stopped
 (skipped, failed, timed out, no value) shows its status.
 
 The package, in the order the page is made: :mod:`.papers` says which files each paper owns and

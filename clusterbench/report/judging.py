@@ -19,7 +19,11 @@ UNCOMPARED_METRICS = ("fit_seconds",)
 EMPTY_KINDS = {
     "not-available": ("not available", "data not held by us (the spec's unavailable:)"),
     "not-implemented": ("not implemented", "a column of the paper's only: the method is not reimplemented"),
-    "not-run": ("not run", "no records for this cell: run the table's experiments"),
+    "not-run": (
+        "not run",
+        "no records for this cell: run the table's experiments (a row under the spec's not_run: is "
+        "left for other hardware, why in the table's CSV)",
+    ),
 }
 
 
