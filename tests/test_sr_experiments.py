@@ -61,7 +61,7 @@ def test_every_job_composes_with_the_codes_pixels_init_and_smoke_scale(tmp_path,
         assert dataset_config(cfg).preprocess == "pixels_symmetric"  # (X - 127.5) / 127.5
         grid = method_grid(cfg)
         if experiment == "sr_table2" and method == "mi_adm":
-            assert grid == [{"targets": "mi"}, {"targets": "depict"}]  # and DEPICT's row
+            assert grid == [{"targets": t} for t in ("mi", "depict", "depict_code")]  # and DEPICT's rows
         for params in grid:
             estimator = build_estimator(method_config(cfg), params, data, 0, "cpu")
             if method == "dec_ae":
@@ -234,6 +234,10 @@ def test_table_specs_carry_the_papers_values_and_the_rows_we_lack():
     assert two.paper.acc.usps_11000.sr_kmeans == 0.974 and two.paper.acc.mnist_test.sr_kmeans == 0.863
     assert two.paper.nmi.mnist.dcn == 0.81 and two.columns.dcn.get("method") is None  # the paper's only
     assert two.columns.depict.params.targets == "depict" and two.columns.dec.method == "dec_ae"
+    assert (
+        two.columns.depict_code.params.targets == "depict_code"
+        and two.columns.depict_code.paper_column == "depict"
+    )
     assert three.paper.nmi.cmu_pie.mi_d == 0.867 and three.paper.acc.frgc.mi_adm == 0.431
     for spec in (two, three):
         assert set(spec.unavailable) == {"ytf", "frgc"}
