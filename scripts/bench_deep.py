@@ -52,6 +52,7 @@ def mnist(rows: int) -> tuple[np.ndarray, int]:
 def ours_fit(kind: str, X: np.ndarray, pretrain: int, clustering: int, threads: int) -> float:
     """Seconds of one fit of ours, with an empty pretraining cache."""
     from clusterbench.methods import DKM, IDEC
+    from clusterbench.methods.deep import cache
 
     common = dict(
         n_clusters=10, layers=LAYERS, activation="leaky_relu", pretrain_epochs=pretrain,
@@ -59,8 +60,7 @@ def ours_fit(kind: str, X: np.ndarray, pretrain: int, clustering: int, threads: 
         epochs=clustering, max_iter=None, n_init=1, random_state=0, n_threads=threads, device="cpu",
     )  # fmt: skip
     model = IDEC(**common, update_interval=None) if kind == "idec" else DKM(**common)
-    with tempfile.TemporaryDirectory() as folder:
-        os.environ["CLUSTERBENCH_CACHE"] = folder
+    with tempfile.TemporaryDirectory() as folder, cache.folder_for_block(folder):
         start = time.perf_counter()
         model.fit(X)
         return time.perf_counter() - start

@@ -276,15 +276,14 @@ def main() -> int:
 
     graphs.check_n_neighbors(args.k, min(args.n or TRAIN, TRAIN))  # before the data's seconds
     from clusterbench.fitting import limit_threads
+    from clusterbench.methods.deep import cache
     from clusterbench.results import atomic_write_text
 
     X, y = clusterbench.load_dataset("mnist", experiment="prcut_table2", max_samples=args.n)
     graphs.check_n_neighbors(args.k, len(X))
     scratch = Path(tempfile.mkdtemp(prefix="bench-spectral-knn-"))
-    previous = os.environ.get("CLUSTERBENCH_CACHE")
-    os.environ["CLUSTERBENCH_CACHE"] = str(scratch / "pretrained")  # the kNN cache: scratch/knn, empty
-    try:
-        with limit_threads(args.threads):
+    try:  # the kNN cache beside the pretrained one: scratch/knn, empty
+        with cache.folder_for_block(scratch / "pretrained"), limit_threads(args.threads):
             rows, indices = graph_rows(X, args.k, args.load_repeats)
             build, cached = rows[0]["seconds"], rows[1]["seconds"]
             print(f"graph: built in {build:.2f} s, loaded from the cache in {cached:.3f} s", flush=True)
@@ -303,10 +302,6 @@ def main() -> int:
                     )
     finally:
         graphs.forget_in_memory()
-        if previous is None:
-            os.environ.pop("CLUSTERBENCH_CACHE", None)
-        else:
-            os.environ["CLUSTERBENCH_CACHE"] = previous
         shutil.rmtree(scratch, ignore_errors=True)
     frame = pd.DataFrame(rows, columns=COLUMNS).assign(
         threads=args.threads, n_init=args.n_init, sklearn=sklearn.__version__

@@ -68,17 +68,10 @@ def fit_seconds(method: str, data: Dataset, folder: Path, threads: int, **settin
     restored after it)."""
     settings = {**FIXED, **settings, "n_clusters": data.n_clusters, "random_state": 0, "n_threads": threads}
     model = METHODS[method](**settings, device="cpu")
-    before = os.environ.get(cache.ENVIRONMENT_VARIABLE)
-    os.environ[cache.ENVIRONMENT_VARIABLE] = str(folder)
-    try:
+    with cache.folder_for_block(folder):
         start = time.perf_counter()
         model.fit(data.X)
         return time.perf_counter() - start, model
-    finally:
-        if before is None:
-            del os.environ[cache.ENVIRONMENT_VARIABLE]
-        else:
-            os.environ[cache.ENVIRONMENT_VARIABLE] = before
 
 
 def least_seconds(data: Dataset, threads: int, extra: int, repeats: int) -> dict[str, float]:

@@ -120,9 +120,10 @@ def _row_major(X: np.ndarray, shape, name: str) -> np.ndarray:
     SR-K-means code reshapes CMU-PIE with order='F'). Distances between rows do not change."""
     if shape is None:
         return X
-    pair = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 2
+    listed = isinstance(shape, Sequence) and not isinstance(shape, str)
+    pair = listed and len(shape) == 2
     if not (pair and all(is_int(v) and v >= 1 for v in shape) and shape[0] * shape[1] == X.shape[1]):
-        shown = list(shape) if isinstance(shape, Sequence) and not isinstance(shape, str) else repr(shape)
+        shown = list(shape) if listed else repr(shape)
         raise UserError(
             f"dataset '{name}': column_major_images must be [H, W] with H·W = its {X.shape[1]} features, "
             f"got {shown}; fix dataset.column_major_images or set it to null"

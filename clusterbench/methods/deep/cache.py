@@ -18,12 +18,13 @@ that is short, has another magic, fails its checksum, does not unpickle under
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,21 @@ from clusterbench.results import atomic_write_bytes
 ENVIRONMENT_VARIABLE = "CLUSTERBENCH_CACHE"
 MAGIC = b"CBPRE001"  # the format's name and version: a later format change gives another magic
 DIGEST_BYTES = 32  # sha256
+
+
+@contextlib.contextmanager
+def folder_for_block(folder: str | Path) -> Iterator[None]:
+    """``$CLUSTERBENCH_CACHE`` set to ``folder`` for the block and the caller's setting restored
+    after it (a benchmark that must start from an empty cache without touching the user's)."""
+    before = os.environ.get(ENVIRONMENT_VARIABLE)
+    os.environ[ENVIRONMENT_VARIABLE] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ENVIRONMENT_VARIABLE, None)
+        else:
+            os.environ[ENVIRONMENT_VARIABLE] = before
 
 
 def cache_folder(folder: str | Path | None = None) -> Path:
