@@ -248,7 +248,6 @@ def test_distances_stay_exact_far_from_the_origin(aggregator, dtype, offset):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-# (3, 13) in float64 and (4, 50) in float32 pad their tiles' rows (_reduced_width)
 @pytest.mark.parametrize("sizes", [(9,), (2, 5), (7, 4), (13, 11), (3, 13), (4, 50), (3, 4, 5), (2, 3, 2, 3)])
 @pytest.mark.parametrize("restarts", [1, 3])
 @pytest.mark.parametrize("memory_efficient", [False, True])

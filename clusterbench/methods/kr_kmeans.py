@@ -630,16 +630,19 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
     restarts, n = sets[0].shape[0], len(points)
     sizes = [theta.shape[1] for theta in sets]
     last, prefixes = sizes[-1], math.prod(sizes[:-1])
-    table = _pair_table(sets, n_centroids).reshape(restarts, 1, prefixes, last)
+    # Last set's index first: each tile is reduced over its leading axis, elementwise minima of
+    # whole contiguous rows, instead of minima over runs of h_p values (vector tails, per-row
+    # set-up): the whole assignment 5-15% faster at n = 20000, k = 2500 and 10000, 1 and 2
+    # threads, float32 and float64 (interleaved A/B, labels equal).
+    table = _pair_table(sets, n_centroids).reshape(restarts, prefixes, last)
+    table_by_last = table.transpose(1, 2).contiguous()[:, :, None]  # (R, h_p, 1, prefixes)
     projector = torch.cat(sets, 1).mul_(-2).transpose(1, 2)  # (R, d, Σh): −2θ', an exact scaling
     budget = LEAN_CHUNK_ELEMENTS if memory_efficient else PRODUCTS_ELEMENTS
     rows = max(1, budget // max(restarts * sum(sizes), restarts * prefixes, points.shape[1]))
     tile_rows = max(1, TILE_ELEMENTS // (restarts * prefixes * last))
     tile_prefixes = prefixes if tile_rows > 1 else max(1, TILE_ELEMENTS // (restarts * last))
-    # +inf beyond the last set's size: padding that no minimum takes
-    tile = torch.full(
-        (restarts, min(tile_rows, rows, n), min(tile_prefixes, prefixes), _reduced_width(last, points.dtype)),
-        math.inf,
+    tile = torch.empty(
+        (restarts, last, min(tile_rows, rows, n), min(tile_prefixes, prefixes)),
         dtype=points.dtype,
         device=points.device,
     )
@@ -650,33 +653,24 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
         *heads, tail = products.split(sizes, -1)
         head = _prefix_sums(heads)  # (R, m, prefixes): a_1 + … + a_(p−1), None for p = 1
         m = products.shape[1]
+        tail_first = tail.transpose(1, 2).contiguous()[..., None]  # (R, h_p, m, 1)
         nearest = torch.empty((restarts, m, prefixes), dtype=points.dtype, device=points.device)
         for first in range(0, m, tile_rows):
             stop = min(m, first + tile_rows)
             for start in range(0, prefixes, tile_prefixes):
                 end = min(prefixes, start + tile_prefixes)
-                values = tile[:, : stop - first, : end - start]
-                torch.add(table[:, :, start:end], tail[:, first:stop, None], out=values[..., :last])
-                nearest[:, first:stop, start:end] = values.amin(-1)
+                values = tile[:, :, : stop - first, : end - start]
+                torch.add(table_by_last[..., start:end], tail_first[:, :, first:stop], out=values)
+                torch.amin(values, 1, out=nearest[:, first:stop, start:end])
         if head is not None:
             nearest += head
         prefix = nearest.argmin(-1)  # (R, m): the first least prefix
         best[:, lo : lo + m] = nearest.gather(-1, prefix[..., None])[..., 0]
-        row = table[:, 0].gather(1, prefix[..., None].expand(-1, -1, last)) + tail
+        row = table.gather(1, prefix[..., None].expand(-1, -1, last)) + tail
         if head is not None:
             row += head.gather(-1, prefix[..., None])
         labels[:, lo : lo + m] = prefix * last + row.argmin(-1)
     return labels, (best + norms).clamp_min(0.0)
-
-
-def _reduced_width(size: int, dtype: torch.dtype) -> int:
-    """The row width of a tile whose rows of ``size`` values are reduced by a minimum: torch's
-    vectorised reduction takes whole runs of 128 bytes and the rest one value at a time, which
-    made a float32 minimum over 50 values 5x as slow per value as over 64. A remainder of more
-    than a quarter run is padded to a whole run where that adds at most 30% to the row."""
-    run = 128 // torch.finfo(dtype).bits * 8
-    padded = -(-size // run) * run
-    return padded if size % run > run // 4 and padded <= 1.3 * size else size
 
 
 def _centred_sets(protocentroids, mean) -> list[torch.Tensor]:
