@@ -487,3 +487,22 @@ def test_committed_paper_records_of_r15_are_what_this_code_computes(method, seed
     overrides = [f"method={method}", "dataset=r15", "metrics=khatri_rao", f"seed={seed}"]
     # Inertia is a large sum, so every metric is compared relative to its size (1e-9 of it).
     assert_refit_reproduces_committed(tmp_path, "kr_table2", *overrides, atol=1e-12, rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["kr_kmeans", "kr_kmeans_centred"])
+def test_committed_restart_odds_records_whose_start_ties_are_what_this_code_computes(method, tmp_path):
+    """Soybean's single restarts that drew one point twice into a protocentroid set (random_state
+    10, 25, 141, 162, 193, 197, 229): whole rows of centroids tie exactly, so only the first-nearest
+    rule decides their labels; their committed records were refitted under it on 2026-11-26."""
+    from tests.helpers import assert_refit_reproduces_committed
+
+    overrides = [
+        f"method={method}",
+        "dataset=soybean_large",
+        "metrics=khatri_rao",
+        "seed=0",
+        "profile=paper",
+        "grids.kr_kmeans.random_state=[10,25,141,162,193,197,229]",
+    ]
+    refits = assert_refit_reproduces_committed(tmp_path, "kr_restart_odds", *overrides, atol=1e-12, rtol=1e-9)
+    assert refits == 7
