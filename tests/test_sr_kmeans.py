@@ -118,6 +118,29 @@ def test_a_second_fit_runs_no_pretraining(images, monkeypatch):
     np.testing.assert_array_equal(first.labels_, second.labels_)  # deterministic on CPU
 
 
+@pytest.mark.parametrize("init", ["ac_pic", "kmeans"])
+def test_fits_sharing_a_network_cluster_its_embedding_once(images, monkeypatch, init):
+    """The initial clustering is cached with the network: MI-ADM then SR-K-means on the same data
+    and seed run it once, and start from the same labels; another seed's network runs its own."""
+    from clusterbench.methods import sr_kmeans
+
+    calls = []
+    original = ACPIC.fit if init == "ac_pic" else sr_kmeans.KMeans.fit
+
+    def counted(self, *args, **kwargs):
+        calls.append(True)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ACPIC if init == "ac_pic" else sr_kmeans.KMeans, "fit", counted)
+    settings = TINY | {"init": init}
+    first = MIADM(3, **settings, random_state=0).fit(images[0])
+    second = SRKMeans(3, **settings, random_state=0).fit(images[0])
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first.init_labels_, second.init_labels_)
+    MIADM(3, **settings, random_state=1).fit(images[0])
+    assert len(calls) == 2
+
+
 def test_phase_two_starts_from_the_pretrained_network_when_no_epoch_beats_it(images, monkeypatch):
     """Phase 1's first candidate is the pretrained network (as the authors' code): with validation
     scores that only fall, phase 2 receives the weights phase 1 started from."""
