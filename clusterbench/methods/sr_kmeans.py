@@ -203,7 +203,7 @@ class DEPICTClusterer(DeepClusterer):
         }
         built = []
 
-        seeded = self.random_state is not None or self.pretrain_seed is not None
+        seeded = self._cached()
 
         def build() -> dict[str, torch.Tensor]:
             with self._seeded_dropout(pretrain_seed):
@@ -315,7 +315,7 @@ class DEPICTClusterer(DeepClusterer):
             def cluster() -> np.ndarray:
                 return ACPIC(self.n_clusters, **settings).fit(features).labels_
 
-        if self.random_state is None and self.pretrain_seed is None:  # a network of its own
+        if not self._cached():  # a network of its own
             return cluster()
         key = {
             "format": 1,

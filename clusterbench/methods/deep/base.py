@@ -371,6 +371,12 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     def _pretrain_seed(self, seed: int) -> int:
         return seed if self.pretrain_seed is None else self.pretrain_seed
 
+    def _cached(self) -> bool:
+        """Whether this fit's pretraining (and what follows from the pretrained network alone)
+        goes through the cache: only with ``random_state`` or ``pretrain_seed`` set, since a
+        drawn seed would key a file no later fit could ask for."""
+        return self.random_state is not None or self.pretrain_seed is not None
+
     def _load_or_pretrain(
         self, network: nn.Module, data: torch.Tensor, epochs: int, pretrain_seed: int
     ) -> tuple[float, bool]:
@@ -408,8 +414,7 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
             error = reconstruction_error(network, data, self.reconstruction_reduction)
             return {**network.state_dict(), RECONSTRUCTION_KEY: torch.tensor(error, dtype=torch.float64)}
 
-        seeded = self.random_state is not None or self.pretrain_seed is not None
-        state = pretrained_state(key, build) if seeded else build()
+        state = pretrained_state(key, build) if self._cached() else build()
         error = float(state.pop(RECONSTRUCTION_KEY))
         network.load_state_dict(state)
         return error, not built
