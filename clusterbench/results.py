@@ -23,8 +23,10 @@ import hashlib
 import io
 import json
 import os
+import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterable, Mapping
@@ -52,6 +54,7 @@ COLUMNS = [
     "error",
     "fit_seconds",
     "device",
+    "processor",
     "config_hash",
     "fit_hash",
     "data_digest",
@@ -83,6 +86,40 @@ def code_version() -> str:
         checkout = (package.parent / ".git").exists() and (package.parent / "pyproject.toml").exists()
         return f"{__version__}+unknown" if checkout else __version__
     return f"{__version__}+g{commit}{'.dirty' if dirty else ''}"
+
+
+def processor(device: str) -> str:
+    """The ``processor`` column of a record: what computed it, beyond its ``device``. CUDA: the
+    GPU's name. CPU: the model name and the widest vector instructions it offers, which torch's
+    and the BLAS's kernels follow (``AMD EPYC, AVX2``): float32 sums round differently with AVX2
+    and AVX-512 kernels, so a deep fit refitted on another CPU can differ from its record while
+    the code is the same (docs/records.md); this column tells the machines' records apart."""
+    torch = sys.modules.get("torch")  # loaded by every torch estimator; a CPU-only baseline never needs it
+    on_gpu = device in ("cuda", "auto") or device.startswith("cuda:")
+    if on_gpu and torch is not None and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device("cuda" if device == "auto" else device))
+    return _cpu()
+
+
+# /proc/cpuinfo flags, widest first, and how a record names them.
+VECTOR_EXTENSIONS = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("asimd", "NEON"))
+
+
+@cache
+def _cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name and widest vector extension (Linux: ``cpuinfo``), else the platform's
+    name for it."""
+    model, flags = "", set()
+    with contextlib.suppress(OSError):
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key == "model name" and not model:
+                model = value
+            elif key in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    model = model or platform.processor() or platform.machine() or "unknown"
+    widest = next((name for flag, name in VECTOR_EXTENSIONS if flag in flags), None)
+    return f"{model}, {widest}" if widest else model
 
 
 def config_hash(identity: Mapping) -> str:
@@ -312,7 +349,9 @@ def read_records(files: Iterable[Path]) -> pd.DataFrame:
             runs.append((header, []))
         runs[-1][1].append(rows if rows.endswith("\n") else rows + "\n")
     frames = [read_record(io.StringIO(f"{header}\n{''.join(rows)}")) for header, rows in runs]
-    return pd.concat(frames, ignore_index=True)
+    # Every column, in order, whatever the files' headers: records written before a column
+    # existed (``processor``, say) have it empty.
+    return pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
 
 
 def record_differences(

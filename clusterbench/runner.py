@@ -39,7 +39,14 @@ from clusterbench.fitting import (
     recorded_result,
     rescore,
 )
-from clusterbench.results import code_version, config_hash, note_outcomes, record_path, write_record
+from clusterbench.results import (
+    code_version,
+    config_hash,
+    note_outcomes,
+    processor,
+    record_path,
+    write_record,
+)
 from clusterbench.resume import Entry, Ledger
 from clusterbench.validation import check_device, is_int, resolve_device
 
@@ -300,6 +307,7 @@ def _fit_and_record(job: Job, estimator, params: dict, point: dict, entry: Entry
         # params its earlier records hold, so tables see one grid point, not two.
         "params": json.dumps(point["params"], sort_keys=True),
         "device": getattr(estimator, "device", "cpu"),
+        "processor": processor(getattr(estimator, "device", "cpu")),
         "config_hash": entry.path.stem,
         "fit_hash": entry.fit_hash,
         "data_digest": data.digest,

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -195,7 +196,7 @@ def test_config_hash_reads_numbers_by_value():
 
 
 def test_load_records_parses_files_together_as_it_would_one_by_one(tmp_path):
-    # Records written before fit_hash and data_digest (another header) between today's, one
+    # Records written before fit_hash, data_digest and processor (another header) between today's, one
     # without its last line break before another, a quoted error across lines: the frame is the
     # files' concat.
     folder = tmp_path / "runs" / "smoke" / "adhoc" / "zoo" / "kmeans"
@@ -204,11 +205,45 @@ def test_load_records_parses_files_together_as_it_would_one_by_one(tmp_path):
     for name, records in [("a", rows()), ("b", rows(seed=1)), ("c", failed), ("d", rows(seed=2))]:
         write_record(folder / f"{name}.csv", records)
     old_header = pd.read_csv(folder / "b.csv", dtype=str, keep_default_na=False)
-    old_header.drop(columns=["fit_hash", "data_digest"]).to_csv(folder / "b.csv", index=False)
+    old_header.drop(columns=["fit_hash", "data_digest", "processor"]).to_csv(folder / "b.csv", index=False)
     (folder / "c.csv").write_text((folder / "c.csv").read_text().rstrip("\r\n"))  # d follows it
     one_by_one = pd.concat([read_record(f) for f in sorted(folder.glob("*.csv"))], ignore_index=True)
     pd.testing.assert_frame_equal(load_records(tmp_path, "smoke"), one_by_one)
     assert load_records(tmp_path, "smoke")["error"].iloc[-len(rows()) - 1] == 'ValueError: "bad"\nat line 2'
+
+
+def test_records_of_several_headers_load_with_every_column_in_order(tmp_path):
+    # An old record first: the frame's columns still follow COLUMNS, the missing ones empty.
+    folder = tmp_path / "runs" / "smoke" / "adhoc" / "zoo" / "kmeans"
+    write_record(folder / "a.csv", [{**row, "processor": "AMD EPYC, AVX2"} for row in rows()])
+    write_record(folder / "0.csv", rows(seed=1))
+    old = pd.read_csv(folder / "0.csv", dtype=str, keep_default_na=False)
+    old.drop(columns=["processor", "fit_hash"]).to_csv(folder / "0.csv", index=False)
+    frame = load_records(tmp_path, "smoke")
+    assert list(frame.columns) == COLUMNS
+    assert frame["processor"].isna().tolist() == [True, True, False, False]
+    assert frame["processor"].iloc[-1] == "AMD EPYC, AVX2"
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "expected"),
+    [
+        ("model name\t: Intel Xeon\nflags\t\t: fpu sse4_2 avx avx2 avx512f\n", "Intel Xeon, AVX-512"),
+        ("model name\t: AMD EPYC\nflags\t\t: fpu avx avx2\nmodel name\t: AMD EPYC\n", "AMD EPYC, AVX2"),
+        ("model name\t: Old\nflags\t\t: fpu sse4_2\n", "Old"),
+        ("model name\t: Neoverse\nFeatures\t: fp asimd\n", "Neoverse, NEON"),
+    ],
+)
+def test_processor_names_the_cpu_model_and_its_widest_vector_extension(tmp_path, cpuinfo, expected):
+    path = tmp_path / "cpuinfo"
+    path.write_text(cpuinfo)
+    assert results._cpu(path) == expected
+
+
+def test_processor_without_cpuinfo_falls_back_to_the_platform(tmp_path, monkeypatch):
+    monkeypatch.setattr(results.platform, "processor", lambda: "arm")
+    assert results._cpu(tmp_path / "missing") == "arm"
+    assert results.processor("cpu") == results._cpu()
 
 
 def test_load_records_reads_every_record_with_types(tmp_path):
@@ -263,6 +298,9 @@ def test_failed_record_value_is_empty_not_zero(tmp_path):
 
 
 def test_columns_are_the_documented_tidy_layout():
+    docs = (Path(__file__).parents[1] / "docs" / "records.md").read_text()
+    documented = docs.split("one row per metric:\n`", 1)[1].split("`", 1)[0]
+    assert documented.replace("\n", " ").split(", ") == COLUMNS
     assert results.COLUMNS[:3] == ["experiment", "profile", "dataset"]
     assert {"metric", "metric_params", "value", "status", "error", "config_hash"} <= set(COLUMNS)
     assert len(set(COLUMNS)) == len(COLUMNS)

@@ -24,7 +24,7 @@ from clusterbench.catalog import locate
 from clusterbench.data import data_digest, load_dataset
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import code_version, finished_record, load_records, read_record
+from clusterbench.results import code_version, finished_record, load_records, processor, read_record
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.runs import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
@@ -100,6 +100,7 @@ def test_a_second_run_is_cached_without_refitting_and_force_refits(tmp_path, kme
     assert forced.scores == pytest.approx(first.scores)
     assert record_files(tmp_path) == [first.path]
     assert set(read_record(first.path)["clusterbench_version"]) == {code_version()}
+    assert set(read_record(first.path)["processor"]) == {processor("cpu")} != {""}
 
 
 def test_a_number_given_as_int_or_float_is_one_point_and_one_record(tmp_path, kmeans_fits):
