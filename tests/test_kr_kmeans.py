@@ -276,6 +276,30 @@ def test_the_sum_assignment_without_centroids_equals_the_materialised_one(
         )
 
 
+@pytest.mark.parametrize("sizes", [(7, 4), (13, 11), (3, 4, 5)])
+def test_the_sum_assignment_on_several_threads_tiles_float32_per_thread_with_the_same_labels(
+    sizes, monkeypatch
+):
+    # Float32 on two CPU threads takes tiles twice as large (TILE_ELEMENTS per thread): other tile
+    # edges, the same labels as the materialised path and as one thread.
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.TILE_ELEMENTS", 97)
+    rng = torch.Generator().manual_seed(len(sizes))
+    points = 3 * torch.randn(1500, 7, generator=rng) + 20
+    draws = torch.randperm(1500, generator=rng)[: sum(sizes)][None]
+    sets = [0.5 * points[part] for part in draws.split(list(sizes), 1)]
+    frame = centred_norms(points)
+    expected = assign_explicit(points, frame, sets, "sum", math.prod(sizes))[0]
+    single = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        labels = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
+    finally:
+        torch.set_num_threads(threads)
+    torch.testing.assert_close(labels, expected, rtol=0, atol=0)
+    torch.testing.assert_close(labels, single, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("sizes", [(4, 3), (3, 2, 4)])
 def test_the_sum_assignment_keeps_the_first_of_tied_centroids(dtype, sizes, monkeypatch):

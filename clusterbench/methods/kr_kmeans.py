@@ -90,7 +90,11 @@ BLOCK_CENTROIDS = 256
 # The sum's assignment without centroids writes its (restarts × rows × centroids) values in tiles
 # of this many elements (2 MiB in float64), each reduced while it is in cache: two torch ops per
 # tile, so smaller tiles pay more in dispatch than they gain in cache (at k = 2500 and 10000,
-# 2^16-element tiles took 1.2x and 1.9x as long as 2^18, one thread, a busy machine).
+# 2^16-element tiles took 1.2x and 1.9x as long as 2^18, one thread, a busy machine). Float32 on
+# several CPU threads: this many per thread, as torch splits each tile's two ops across them (the
+# whole assignment at two threads 25-28% faster at k = 2500 and 10000 with 2^19-element tiles in
+# three of four interleaved comparisons, the fourth even; float64 gained nothing from larger tiles
+# and one thread nothing from smaller ones; docs/benchmarks.md).
 TILE_ELEMENTS = 1 << 18
 # Its row chunks: the n × Σh products (and the prefix sums, and the chunk's centred points) hold
 # about this many elements each (2 MiB in float64), so that the default mode peaks near
@@ -639,8 +643,11 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
     projector = torch.cat(sets, 1).mul_(-2).transpose(1, 2)  # (R, d, Σh): −2θ', an exact scaling
     budget = LEAN_CHUNK_ELEMENTS if memory_efficient else PRODUCTS_ELEMENTS
     rows = max(1, budget // max(restarts * sum(sizes), restarts * prefixes, points.shape[1]))
-    tile_rows = max(1, TILE_ELEMENTS // (restarts * prefixes * last))
-    tile_prefixes = prefixes if tile_rows > 1 else max(1, TILE_ELEMENTS // (restarts * last))
+    tile_elements = TILE_ELEMENTS
+    if points.device.type == "cpu" and points.element_size() <= 4:
+        tile_elements *= torch.get_num_threads()
+    tile_rows = max(1, tile_elements // (restarts * prefixes * last))
+    tile_prefixes = prefixes if tile_rows > 1 else max(1, tile_elements // (restarts * last))
     tile = torch.empty(
         (restarts, last, min(tile_rows, rows, n), min(tile_prefixes, prefixes)),
         dtype=points.dtype,
