@@ -31,3 +31,21 @@ def pretrained_cache_of_the_session(tmp_path_factory):
         os.environ.pop(ENVIRONMENT_VARIABLE, None)
     else:
         os.environ[ENVIRONMENT_VARIABLE] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_folder_of_the_tests():
+    """The library reads the folder the tests look in: without $CLUSTERBENCH_DATA, a checkout beside
+    ``../shared`` uses its datasets (tests/helpers.DATA_FOLDER), so a test that finds its data there
+    does not then fail to load it (the Makefile and CI set the variable; a bare ``pytest`` did not)."""
+    import os
+
+    from clusterbench.data.sources import DATA_ENV
+    from tests.helpers import DATA_FOLDER
+
+    if os.environ.get(DATA_ENV) or not DATA_FOLDER.is_dir():
+        yield
+        return
+    os.environ[DATA_ENV] = str(DATA_FOLDER)
+    yield
+    os.environ.pop(DATA_ENV, None)
