@@ -288,14 +288,21 @@ def _failed(params: dict, exc: Exception, culprit: str) -> PointResult:
     return PointResult(params, "failed", error=f"{culprit}: {type(exc).__name__}: {exc}{where}")
 
 
-def rescore(stored: tuple[np.ndarray, float], metrics: DictConfig, data: Dataset, seed: int, params: dict):
-    """A fit's stored labels scored with ``metrics``: a :class:`PointResult` of status rescored."""
-    labels, fit_seconds = stored
+def rescore(stored, metrics: DictConfig, data: Dataset, seed: int, params: dict):
+    """A recorded fit's labels (``stored``, a :class:`~clusterbench.resume.StoredFit`) scored with
+    ``metrics``: a :class:`PointResult` of status rescored, keeping the fit's time and trace."""
     try:
-        scores = score(metrics, data, labels, seed)
+        scores = score(metrics, data, stored.labels, seed)
     except MetricError as exc:
         return _failed(params, exc.__cause__, f"metric '{exc.name}'")
-    return PointResult(params, "rescored", scores=scores, fit_seconds=fit_seconds, labels=labels)
+    return PointResult(
+        params,
+        "rescored",
+        scores=scores,
+        fit_seconds=stored.fit_seconds,
+        labels=stored.labels,
+        trace=stored.trace,
+    )
 
 
 def recorded_result(params: dict, frame, path: Path) -> PointResult:

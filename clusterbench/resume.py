@@ -2,9 +2,10 @@
 
 A point is done (a record stands for it: its own, the same fit run elsewhere — on the other
 device or with another thread count — or the same fit skipped or timed out under another metric
-suite under limits that still hold), or it is rescored (a fit recorded under another metric suite
-lends its stored labels), or it is fitted (nothing recorded, ``force=true``, a limit raised since,
-or its record was fitted on other data).
+suite under limits that still hold), or it is rescored (a fit recorded under another metric suite,
+or by another experiment with the same data settings, seed, profile and method point, lends its
+stored labels), or it is fitted (nothing recorded, ``force=true``, a limit raised since, or its
+record was fitted on other data).
 
 Records are read in today's form only: those of earlier code (named by the former, typed hash, or
 without a fit hash and data digest) are brought to it once, by ``clusterbench records upgrade``
@@ -20,13 +21,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from clusterbench.catalog import locate
-from clusterbench.results import finished_record, first_rows, read_labels, read_record, records_by_fit
+from clusterbench.results import (
+    finished_record,
+    first_rows,
+    read_labels,
+    read_record,
+    read_trace,
+    records_by_fit,
+)
 
 if TYPE_CHECKING:
     from clusterbench.runner import Job
@@ -37,16 +45,25 @@ DEVICES_RUN = ("cpu", "cuda")
 THREADS_RUN = (None, *range(1, 129))
 
 
+class StoredFit(NamedTuple):
+    """What a recorded fit lends a point that is rescored instead of fitted: its labels, its fit
+    time, and its per-iteration trace (empty where it kept none), which the new record keeps too."""
+
+    labels: np.ndarray
+    fit_seconds: float
+    trace: dict
+
+
 @dataclass
 class Entry:
     """What the records say of one grid point (:meth:`Ledger.entry`): ``done``, the (path, record)
-    that stands for it; else ``stored``, a fit's (labels, fit seconds) to score instead of fitting;
+    that stands for it; else ``stored``, a recorded fit to score instead of fitting;
     else it is fitted, ``stale`` when its record was fitted on other data."""
 
     path: Path  # where the point's own record is, or is written
     fit_hash: str
     done: tuple[Path, pd.DataFrame] | None = None
-    stored: tuple[np.ndarray, float] | None = None
+    stored: StoredFit | None = None
     stale: bool = False
 
 
@@ -61,6 +78,7 @@ class Ledger:
         self._rows = None
         self._by_fit = None
         self._places = None
+        self._other_experiments = None
 
     def _folder_rows(self, path: Path) -> list[tuple[Path, dict]]:
         if self._rows is None:
@@ -140,8 +158,33 @@ class Ledger:
             if entry.done:
                 return entry
         if self.rescorable:
-            entry.stored = _stored_fit(here + there, len(job.data.y))
+            n_points = len(job.data.y)
+            entry.stored = _stored_fit(here + there, n_points) or _stored_fit(
+                self._in_other_experiments([point, *self._elsewhere(point)], path, digest), n_points
+            )
         return entry
+
+    def _in_other_experiments(self, points: list[dict], path: Path, digest: str) -> list[Path]:
+        """Records of these fits (a point and its twins elsewhere) on data ``digest`` that other
+        experiments wrote for this dataset and method: two paper tables that share a configuration
+        (SR-K-means' Tables 2 and 3 both fit MI-ADM) fit it once. The experiment's name is in a fit's
+        hash, so each other experiment's hash of the point is looked up in its own folder (read
+        once per job)."""
+        method_folder = path.parent
+        experiment_folder = method_folder.parent.parent
+        if self._other_experiments is None:
+            self._other_experiments = {}
+            profile_folder = experiment_folder.parent
+            for other in sorted(profile_folder.iterdir()) if profile_folder.is_dir() else []:
+                folder = other / method_folder.parent.name / method_folder.name
+                if other != experiment_folder and folder.is_dir():
+                    self._other_experiments[other.name] = records_by_fit(first_rows(folder))
+        return [
+            record
+            for experiment, by_fit in self._other_experiments.items()
+            for each in points
+            for record in _other_records(by_fit, self.job.fit_hash_of(each, experiment), path, digest)
+        ]
 
 
 def _finished_point(path: Path, twins: Iterable[Path], retry_failed: bool):
@@ -223,10 +266,9 @@ def _data_changed(record, digest: str) -> bool:
     return bool(recorded) and recorded != digest
 
 
-def _stored_fit(records: list[Path], n_points: int) -> tuple[np.ndarray, float] | None:
-    """(labels, fit seconds) of the latest successful of ``records`` (one fit under other metric
-    suites), for this suite to score instead of fitting again; None where no record has labels of
-    these points."""
+def _stored_fit(records: list[Path], n_points: int) -> StoredFit | None:
+    """The latest successful of ``records`` (one fit under other metric suites or experiments), for
+    this point to score instead of fitting again; None where no record has labels of these points."""
     usable = []
     for record in records:
         try:
@@ -235,8 +277,12 @@ def _stored_fit(records: list[Path], n_points: int) -> tuple[np.ndarray, float] 
             continue
         if labels is not None and len(labels) == n_points and (frame["status"] == "ok").all():
             first = frame.iloc[0]
-            usable.append((str(first["timestamp"]), labels.astype(np.int64), float(first["fit_seconds"])))
-    return max(usable, key=lambda entry: entry[0])[1:] if usable else None
+            seconds = float(first["fit_seconds"])
+            usable.append((str(first["timestamp"]), record, labels.astype(np.int64), seconds))
+    if not usable:
+        return None
+    _, record, labels, fit_seconds = max(usable, key=lambda entry: entry[0])
+    return StoredFit(labels, fit_seconds, read_trace(record) or {})
 
 
 def _stopped_elsewhere(records: list[Path], n_points: int, max_samples, timeout_s):

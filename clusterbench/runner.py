@@ -196,9 +196,13 @@ class Job:
             Path(cfg.results_dir), cfg.profile.name, self.experiment, self.data.name, self.method.name, key
         )
 
-    def fit_hash_of(self, method_point: dict) -> str:
-        """The hash of a fit whatever scores it: the point under another metric suite shares it."""
+    def fit_hash_of(self, method_point: dict, experiment: str | None = None) -> str:
+        """The hash of a fit whatever scores it: the point under another metric suite shares it.
+        With ``experiment``: the hash the same fit has in that experiment's records (the same
+        data settings, seed, profile and method point, under the other experiment's name)."""
         identity = {k: v for k, v in self.identity.items() if k != "metrics"}
+        if experiment is not None:
+            identity["experiment"] = experiment
         return config_hash({**identity, "method": method_point})
 
     def estimator(self, params: dict):

@@ -24,7 +24,14 @@ from clusterbench.catalog import locate
 from clusterbench.data import data_digest, load_dataset
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
-from clusterbench.results import code_version, finished_record, load_records, processor, read_record
+from clusterbench.results import (
+    code_version,
+    finished_record,
+    load_records,
+    processor,
+    read_record,
+    read_trace,
+)
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.runs import wide_runs
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
@@ -322,6 +329,26 @@ def test_a_new_metric_suite_rescores_the_stored_labels_and_tables_count_the_fit_
         (again,) = run_job(iris(tmp_path, *suite))
         assert again.status == "cached" and len(kmeans_fits) == 1
     assert len(record_files(tmp_path)) == 2
+
+
+def test_a_fit_another_experiment_recorded_is_rescored_there_not_fitted_again(tmp_path, kmeans_fits):
+    # Two tables that share a configuration (SR-K-means' Tables 2 and 3 both fit MI-ADM) fit it once.
+    (first,) = run_job(iris(tmp_path, "+method.trace=[cluster_centers_]"), experiment="table_a")
+    (shared,) = run_job(iris(tmp_path, "metrics=external"), experiment="table_b")
+    assert shared.status == "rescored" and len(kmeans_fits) == 1
+    assert shared.path.parts[-4] == "table_b" and first.path.parts[-4] == "table_a"
+    assert shared.scores["nmi"] == pytest.approx(first.scores["nmi"])
+    assert read_record(shared.path)["experiment"].iloc[0] == "table_b"
+    (again,) = run_job(iris(tmp_path, "metrics=external"), experiment="table_b")
+    assert again.status == "cached" and len(kmeans_fits) == 1
+    # The fit's trace comes with its labels (SR-K-means' Fig. 1 draws Table 3's records' traces).
+    centres = read_trace(shared.path)["cluster_centers_"]
+    np.testing.assert_array_equal(centres, first.trace["cluster_centers_"])
+    # Another point, seed or data setting is another fit: fitted.
+    (other_point,) = run_job(iris(tmp_path, "+method.estimator.tol=0.5"), experiment="table_c")
+    (other_seed,) = run_job(iris(tmp_path, "seed=1"), experiment="table_c")
+    (other_data,) = run_job(iris(tmp_path, "dataset.subsample=100"), experiment="table_c")
+    assert {other_point.status, other_seed.status, other_data.status} == {"ok"} and len(kmeans_fits) == 4
 
 
 def test_a_suite_with_a_metric_of_the_fitted_estimator_fits_again(tmp_path, kmeans_fits):
