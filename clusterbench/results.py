@@ -350,8 +350,13 @@ def read_records(files: Iterable[Path]) -> pd.DataFrame:
         runs[-1][1].append(rows if rows.endswith("\n") else rows + "\n")
     frames = [read_record(io.StringIO(f"{header}\n{''.join(rows)}")) for header, rows in runs]
     # Every column, in order, whatever the files' headers: records written before a column
-    # existed (``processor``, say) have it empty.
-    return pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
+    # existed (``processor``, say) have it empty, as a text column's empty field reads.
+    frame = pd.concat(frames, ignore_index=True)
+    absent = [column for column in COLUMNS if column not in frame]
+    frame = frame.assign(**{column: "" if column in TEXT_COLUMNS else np.nan for column in absent})
+    text = [column for column in TEXT_COLUMNS if column not in absent]
+    frame[text] = frame[text].fillna("")
+    return frame[COLUMNS]
 
 
 def record_differences(

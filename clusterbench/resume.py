@@ -47,11 +47,14 @@ THREADS_RUN = (None, *range(1, 129))
 
 class StoredFit(NamedTuple):
     """What a recorded fit lends a point that is rescored instead of fitted: its labels, its fit
-    time, and its per-iteration trace (empty where it kept none), which the new record keeps too."""
+    time, its per-iteration trace ({name: list of floats}, empty where it kept none), and where it
+    ran (its record's ``device`` and ``processor``), all of which the new record keeps."""
 
     labels: np.ndarray
     fit_seconds: float
     trace: dict
+    device: str
+    processor: str
 
 
 @dataclass
@@ -143,7 +146,8 @@ class Ledger:
             return entry
         # Records of this fit on the same data under another metric suite: one skipped or timed
         # out here under today's limits would be again, and one that succeeded (on either device)
-        # lends its labels, scored with this suite instead of fitting again.
+        # lends its labels, scored with this suite instead of fitting again; failing those, a
+        # successful fit of another experiment that this job's limits allow (_lent).
         if self._by_fit is None:
             self._by_fit = records_by_fit(self._folder_rows(path))
         here = _other_records(self._by_fit, entry.fit_hash, path, digest)
@@ -158,18 +162,29 @@ class Ledger:
             if entry.done:
                 return entry
         if self.rescorable:
-            n_points = len(job.data.y)
-            entry.stored = _stored_fit(here + there, n_points) or _stored_fit(
-                self._in_other_experiments([point, *self._elsewhere(point)], path, digest), n_points
-            )
+            entry.stored = _stored_fit(here + there, len(job.data.y)) or self._lent(point, path, digest)
         return entry
 
-    def _in_other_experiments(self, points: list[dict], path: Path, digest: str) -> list[Path]:
-        """Records of these fits (a point and its twins elsewhere) on data ``digest`` that other
-        experiments wrote for this dataset and method: two paper tables that share a configuration
-        (SR-K-means' Tables 2 and 3 both fit MI-ADM) fit it once. The experiment's name is in a fit's
-        hash, so each other experiment's hash of the point is looked up in its own folder (read
-        once per job)."""
+    def _lent(self, point: dict, path: Path, digest: str) -> StoredFit | None:
+        """The fit of this point that another experiment recorded, on data ``digest``, as this job
+        would have fitted it: two paper tables that share a configuration (SR-K-means' Tables 2 and
+        3 both fit MI-ADM) fit it once. Only a successful fit is lent, and only one this job's
+        limits would have let run (within its ``timeout_s``, ``max_samples`` not below the data)
+        with the trace its method config asks for; else the point is fitted here."""
+        job, n_points = self.job, len(self.job.data.y)
+        limit, traced = job.method.get("max_samples"), job.method.get("trace")
+        if limit is not None and n_points > limit:
+            return None
+        stored = _stored_fit(self._in_other_experiments(point, path, digest), n_points)
+        if stored is None or (job.timeout is not None and stored.fit_seconds > job.timeout):
+            return None
+        return stored if traced is None or set(traced) <= set(stored.trace) else None
+
+    def _in_other_experiments(self, point: dict, path: Path, digest: str) -> list[Path]:
+        """Records of this point's fit (or its twins elsewhere, by the places each experiment's
+        records ran) on data ``digest`` that other experiments wrote for this dataset and method.
+        The experiment's name is in a fit's hash, so each other experiment's hash of the point is
+        looked up in its own folder (read once per job)."""
         method_folder = path.parent
         experiment_folder = method_folder.parent.parent
         if self._other_experiments is None:
@@ -178,11 +193,12 @@ class Ledger:
             for other in sorted(profile_folder.iterdir()) if profile_folder.is_dir() else []:
                 folder = other / method_folder.parent.name / method_folder.name
                 if other != experiment_folder and folder.is_dir():
-                    self._other_experiments[other.name] = records_by_fit(first_rows(folder))
+                    rows = first_rows(folder)
+                    self._other_experiments[other.name] = (records_by_fit(rows), places_run(rows))
         return [
             record
-            for experiment, by_fit in self._other_experiments.items()
-            for each in points
+            for experiment, (by_fit, places) in self._other_experiments.items()
+            for each in [point, *_elsewhere(point, places)]
             for record in _other_records(by_fit, self.job.fit_hash_of(each, experiment), path, digest)
         ]
 
@@ -282,7 +298,11 @@ def _stored_fit(records: list[Path], n_points: int) -> StoredFit | None:
     if not usable:
         return None
     _, record, labels, fit_seconds = max(usable, key=lambda entry: entry[0])
-    return StoredFit(labels, fit_seconds, read_trace(record) or {})
+    first = read_record(record).iloc[0]
+    trace = {name: values.tolist() for name, values in (read_trace(record) or {}).items()}
+    where = {column: first.get(column) for column in ("device", "processor")}
+    where = {column: value if isinstance(value, str) else "" for column, value in where.items()}
+    return StoredFit(labels, fit_seconds, trace, **where)
 
 
 def _stopped_elsewhere(records: list[Path], n_points: int, max_samples, timeout_s):

@@ -318,6 +318,8 @@ def _fit_and_record(job: Job, estimator, params: dict, point: dict, entry: Entry
         "clusterbench_version": code_version(),
     }
     if entry.stored is not None:
+        # Where the labels were computed, not where they are scored (the stored fit's record).
+        base |= {"device": entry.stored.device, "processor": entry.stored.processor}
         outcome = rescore(entry.stored, cfg.metrics, data, cfg.seed, params)
     else:
         # A method with bars of its own (the deep family's epochs) gets no elapsed-time bar.

@@ -289,10 +289,11 @@ def test_the_sum_assignment_on_several_threads_tiles_float32_per_thread_with_the
     sets = [0.5 * points[part] for part in draws.split(list(sizes), 1)]
     frame = centred_norms(points)
     expected = assign_explicit(points, frame, sets, "sum", math.prod(sizes))[0]
-    single = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
     threads = torch.get_num_threads()
-    torch.set_num_threads(2)
     try:
+        torch.set_num_threads(1)
+        single = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
+        torch.set_num_threads(2)
         labels = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
     finally:
         torch.set_num_threads(threads)

@@ -344,11 +344,22 @@ def test_a_fit_another_experiment_recorded_is_rescored_there_not_fitted_again(tm
     # The fit's trace comes with its labels (SR-K-means' Fig. 1 draws Table 3's records' traces).
     centres = read_trace(shared.path)["cluster_centers_"]
     np.testing.assert_array_equal(centres, first.trace["cluster_centers_"])
+    # Where the labels were computed: the lender's record, not this run.
+    lender = read_record(first.path).iloc[0]
+    assert read_record(shared.path)[["device", "processor"]].iloc[0].tolist() == [
+        lender["device"],
+        lender["processor"],
+    ]
+    # Only a fit this job would have run is lent: not one its max_samples would skip, nor one
+    # without the trace its method config asks for.
+    (limited,) = run_job(iris(tmp_path, "+method.max_samples=10"), experiment="table_d")
+    (traced,) = run_job(iris(tmp_path, "+method.trace=[n_iter_]"), experiment="table_e")
+    assert limited.status == "skipped" and traced.status == "ok" and len(kmeans_fits) == 2
     # Another point, seed or data setting is another fit: fitted.
     (other_point,) = run_job(iris(tmp_path, "+method.estimator.tol=0.5"), experiment="table_c")
     (other_seed,) = run_job(iris(tmp_path, "seed=1"), experiment="table_c")
     (other_data,) = run_job(iris(tmp_path, "dataset.subsample=100"), experiment="table_c")
-    assert {other_point.status, other_seed.status, other_data.status} == {"ok"} and len(kmeans_fits) == 4
+    assert {other_point.status, other_seed.status, other_data.status} == {"ok"} and len(kmeans_fits) == 5
 
 
 def test_a_suite_with_a_metric_of_the_fitted_estimator_fits_again(tmp_path, kmeans_fits):
