@@ -292,17 +292,14 @@ def _stored_fit(records: list[Path], n_points: int) -> StoredFit | None:
         except FileNotFoundError:  # removed by hand meanwhile
             continue
         if labels is not None and len(labels) == n_points and (frame["status"] == "ok").all():
-            first = frame.iloc[0]
-            seconds = float(first["fit_seconds"])
-            usable.append((str(first["timestamp"]), record, labels.astype(np.int64), seconds))
+            usable.append((str(frame["timestamp"].iloc[0]), record, labels, frame.iloc[0]))
     if not usable:
         return None
-    _, record, labels, fit_seconds = max(usable, key=lambda entry: entry[0])
-    first = read_record(record).iloc[0]
+    _, record, labels, first = max(usable, key=lambda entry: entry[0])
     trace = {name: values.tolist() for name, values in (read_trace(record) or {}).items()}
-    where = {column: first.get(column) for column in ("device", "processor")}
-    where = {column: value if isinstance(value, str) else "" for column, value in where.items()}
-    return StoredFit(labels, fit_seconds, trace, **where)
+    # A record written before the processor column has none: empty, as its text would read.
+    where = (first["device"], first.get("processor", ""))
+    return StoredFit(labels.astype(np.int64), float(first["fit_seconds"]), trace, *where)
 
 
 def _stopped_elsewhere(records: list[Path], n_points: int, max_samples, timeout_s):

@@ -300,6 +300,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
 def _fit_and_record(job: Job, estimator, params: dict, point: dict, entry: Entry) -> PointResult:
     """Fit the point, or score the stored fit its entry names, and write its record."""
     cfg, data, method = job.cfg, job.data, job.method
+    device = getattr(estimator, "device", "cpu")
     base = {
         "experiment": job.experiment,
         "profile": cfg.profile.name,
@@ -310,8 +311,8 @@ def _fit_and_record(job: Job, estimator, params: dict, point: dict, entry: Entry
         # As named: a record of a point at a later-added parameter's former value holds the
         # params its earlier records hold, so tables see one grid point, not two.
         "params": json.dumps(point["params"], sort_keys=True),
-        "device": getattr(estimator, "device", "cpu"),
-        "processor": processor(getattr(estimator, "device", "cpu")),
+        "device": device,
+        "processor": processor(device),
         "config_hash": entry.path.stem,
         "fit_hash": entry.fit_hash,
         "data_digest": data.digest,
