@@ -14,7 +14,9 @@ process: each repeat fits every method at both caps in turn and each cap keeps i
 so a busy spell of the (shared, 2-core) machine falls on all methods alike; ratios are taken
 within one thread count, whose load average is recorded. Our iterations include the
 per-iteration bookkeeping of ``history_`` (free energy, log-likelihood, quantization error, σ²);
-``kmeans_cprime_1_no_likelihood`` is C′ = 1 with ``track_likelihood=False`` (no ℒ per iteration).
+``kmeans_cprime_1_no_likelihood`` is C′ = 1 with ``track_likelihood=False`` (no ℒ per iteration);
+``kmeans_cprime_1_scores_only`` is its pass reduced to the score product (the GEMM a Lloyd
+iteration's distances cost too): the floor of our iteration with torch's operations.
 
     python scripts/bench_kcprime.py                      # 1 and 2 threads, about two minutes
     python scripts/bench_kcprime.py --threads 1 --quick  # n = 20000: seconds
@@ -42,11 +44,13 @@ LOW, HIGH = 3, 13
 
 
 def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
+    import torch
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
     from clusterbench.methods import KMeansCPrime
+    from clusterbench.methods.kmeans_cprime import CHUNK_ELEMENTS, MIN_CHUNK_POINTS
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, d))
@@ -85,10 +89,26 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
 
         return fit
 
+    def scores_only(iterations):
+        """Our C′ = 1 pass reduced to its score product (same chunks, same block), an iteration
+        a pass: the GEMM Lloyd's distances also cost, the floor of our iteration in torch."""
+        for _ in range(iterations):
+            scaled = torch.cat([centres, -0.5 * (centres * centres).sum(-1, keepdim=True)], -1)
+            for lo in range(0, n, chunk):
+                rows = min(chunk, n - lo)
+                torch.matmul(scaled, extended[lo : lo + rows].T, out=block[: k * rows].view(1, k, rows))
+        return iterations
+
+    mean = X.mean(0)
+    extended = torch.from_numpy(np.hstack([X - mean, np.ones((n, 1))]))
+    centres = torch.from_numpy(start - mean)[None]
+    chunk = max(MIN_CHUNK_POINTS, CHUNK_ELEMENTS // k)
+    block = torch.empty(k * chunk, dtype=extended.dtype)
     fits = {"kmeans_sklearn_lloyd": lloyd, "gmm_sklearn_spherical": gmm}
     fits |= {f"kmeans_cprime_{c_prime}": ours(c_prime) for c_prime in (1, 2, 5, k)}
     # C′ = 1 without ℒ in its history: the work of a Lloyd iteration plus the free energy.
     fits["kmeans_cprime_1_no_likelihood"] = ours(1, track_likelihood=False)
+    fits["kmeans_cprime_1_scores_only"] = scores_only
     before = os.getloadavg()[0]
     seconds = interleaved_seconds_per_iteration(fits, LOW, HIGH, repeats)
     frame = pd.DataFrame({"method": list(seconds), "seconds_per_iteration": list(seconds.values())})

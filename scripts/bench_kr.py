@@ -92,6 +92,31 @@ def lloyd(X, start) -> Callable[[int], int]:
     return fit
 
 
+def product_distances(X, start) -> Callable[[int], int]:
+    """The product's distance products alone, an iteration a pass: its materialised centroids
+    and chunked ``baddbmm`` (as ``assign_explicit``, same row chunks), no minimum, no update.
+    The same GEMM as Lloyd's distances: the floor of a product iteration in torch."""
+    import torch
+
+    from clusterbench.methods.kr_kmeans import CHUNK_ELEMENTS, aggregate
+
+    points = torch.from_numpy(X)
+    mean = points.mean(0)
+    sets = [torch.from_numpy(theta)[None] for theta in start]
+
+    def fit(iterations: int) -> int:
+        for _ in range(iterations):
+            centroids = aggregate(sets, "product") - mean
+            squared = (centroids**2).sum(-1)[:, None, :]
+            rows = max(1, CHUNK_ELEMENTS // centroids.shape[1])
+            for lo in range(0, len(points), rows):
+                chunk = (points[lo : lo + rows] - mean)[None]
+                torch.baddbmm(squared, chunk, centroids.transpose(1, 2), alpha=-2)
+        return iterations
+
+    return fit
+
+
 def authors(path: Path, X, start, space_efficient: bool) -> Callable[[int], int]:
     """The authors' KrKMeans (sum) from a checkout at ``path``, its output silenced."""
     sys.path.insert(0, str(path))
@@ -125,6 +150,7 @@ def speed(n, d, side, threads, dtype, repeats, authors_path=None) -> pd.DataFram
             fits[f"kr_kmeans_{aggregator}_{mode}"] = khatri_rao(
                 X, (side, side), aggregator, memory_efficient, protocentroids
             )
+    fits["kr_kmeans_product_distances_only"] = product_distances(X, protocentroids)
     if authors_path is not None:
         for space in (False, True):
             name = f"authors_numpy_sum_{'space' if space else 'time'}_efficient"

@@ -448,7 +448,7 @@ def _move_points(
     restart, point = moving.nonzero(as_tuple=True)
     if len(point) == 0:
         return
-    rows, ones = points[point], torch.ones(len(point), dtype=sums.dtype, device=sums.device)
+    rows, ones = points.index_select(0, point), torch.ones(len(point), dtype=sums.dtype, device=sums.device)
     base = running[restart] * n_clusters
     destinations = [(base + after[restart, 0, point], 1.0)]
     if before is not None:
