@@ -184,6 +184,8 @@ def test_an_interrupted_pretraining_resumes_where_it_stopped(images, monkeypatch
 
     def save_then_stop(key, progress, folder=None):
         original_save(key, progress, folder)
+        if "run" in progress:  # the clustering phases' progress
+            return
         saves.append(progress["epoch"])
         if len(saves) == 3:
             raise Interrupted
@@ -203,6 +205,58 @@ def test_an_interrupted_pretraining_resumes_where_it_stopped(images, monkeypatch
     assert len(epochs) == 3 and resumed.pretrain_epochs_run_ == whole.pretrain_epochs_run_ == 6
     assert resumed.pretrain_loss_ == whole.pretrain_loss_
     np.testing.assert_array_equal(resumed.embedding_, whole.embedding_)
+    assert not list((tmp_path / "second").glob("*.partial"))  # finished: the progress is gone
+
+
+@pytest.mark.parametrize("cls", METHODS)
+@pytest.mark.parametrize("stop_at", [1, 4, 6], ids=["phase 1", "phase 2", "after the last epoch"])
+def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images, monkeypatch, tmp_path):
+    """The clustering phases save their progress after each epoch too (CHECKPOINT_SECONDS = 0):
+    a fit stopped after its ``stop_at``-th save (phase 1 after its first epoch; phase 2 after its
+    first, the two phase-1 epochs and the phase boundary being the first three saves; after the
+    last of phase 2's three) is finished by the next fit, which trains only the remaining epochs,
+    to the same labels, losses, records of I(X, K) and fitted heads as a fit never stopped."""
+    from clusterbench.methods import sr_kmeans
+    from clusterbench.methods.deep import cache
+
+    # Unbalanced (20, 20, 10 of the patterns): SR-K-means' prior is not the uniform it starts
+    # from. tol 0: phase 2 runs all its epochs.
+    X, params = images[0][:50], {**TINY, "tol": 0.0}
+    whole = cls(3, **params, random_state=0).fit(X)
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "second"))
+    monkeypatch.setattr(sr_kmeans, "CHECKPOINT_SECONDS", 0.0)
+    saves, original_save = [], cache.save_progress  # (phase, epochs trained) at each save
+
+    def save_then_stop(key, progress, folder=None):
+        original_save(key, progress, folder)
+        if "run" in progress:
+            saves.append((progress["run"]["phase"], len(progress["run"]["losses"])))
+            if len(saves) == stop_at:
+                raise Interrupted
+
+    monkeypatch.setattr(sr_kmeans, "save_progress", save_then_stop)
+    with pytest.raises(Interrupted):
+        cls(3, **params, random_state=0).fit(X)
+    phase, trained = saves[-1]
+    assert phase == (1 if stop_at == 1 else 2) and trained == stop_at - (stop_at > 1)
+    epochs, original_epoch = [], DEPICTClusterer._epoch
+
+    def counted(self, *args):
+        epochs.append(True)
+        return original_epoch(self, *args)
+
+    monkeypatch.setattr(DEPICTClusterer, "_epoch", counted)
+    resumed = cls(3, **params, random_state=0).fit(X)
+    assert len(epochs) == len(whole.loss_history_) - trained == 5 - trained
+    np.testing.assert_array_equal(resumed.labels_, whole.labels_)
+    np.testing.assert_array_equal(resumed.loss_history_, whole.loss_history_)
+    np.testing.assert_array_equal(resumed.embedding_, whole.embedding_)
+    assert resumed.mutual_information_ == whole.mutual_information_
+    assert resumed.validation_nmi_ == whole.validation_nmi_
+    assert (resumed.n_init_epochs_, resumed.n_iter_) == (whole.n_init_epochs_, whole.n_iter_)
+    for fitted in ("prior_", "cluster_centers_", "classifier_weights_"):  # the subclasses' own
+        if hasattr(whole, fitted):
+            np.testing.assert_array_equal(getattr(resumed, fitted), getattr(whole, fitted))
     assert not list((tmp_path / "second").glob("*.partial"))  # finished: the progress is gone
 
 

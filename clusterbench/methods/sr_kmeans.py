@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -63,8 +64,9 @@ from clusterbench.validation import (
 
 INITS = ("ac_pic", "kmeans")
 VALIDATION_FRACTION = 0.1  # the code's 90/10 split
-# Pretraining (up to 4000 epochs: hours on a CPU) saves its progress this often, so that an
-# interrupted fit resumes where it stopped, bit for bit on the CPU (cache.save_progress). A save
+# Pretraining (up to 4000 epochs: hours on a CPU) and the clustering phases (up to 500 + 500
+# epochs) save their progress this often, so that an interrupted fit resumes where it stopped,
+# bit for bit on the CPU (cache.save_progress). A save
 # (weights, Adam's state, the best weights: 3-12 MB) takes well under a second, so a killed job
 # loses at most two minutes; at 10 minutes each interruption cost 5 minutes of an epoch-bound run.
 CHECKPOINT_SECONDS = 120.0
@@ -232,7 +234,8 @@ class DEPICTClusterer(DeepClusterer):
         monitored = val if len(val) else train
         optimizer = torch.optim.Adam(network.parameters(), lr=self.pretrain_lr)
         best, best_state, waited, epoch = math.inf, copy.deepcopy(network.state_dict()), 0, 0
-        saved = None if key is None else load_progress(key)
+        progress = _Progress(key)
+        saved = progress.load()
         if saved is not None:
             network.load_state_dict(saved["network"])
             optimizer.load_state_dict(saved["optimizer"])
@@ -240,7 +243,6 @@ class DEPICTClusterer(DeepClusterer):
             waited, epoch = int(saved["waited"]), int(saved["epoch"])
             generator.set_state(saved["generator"])
             self._set_dropout_state(saved["dropout"])
-        last_saved = time.monotonic()
         bar = tqdm(total=epochs, initial=epoch, desc="pretraining", unit="epoch", disable=None, leave=False)
         with bar:
             while epoch < epochs:
@@ -260,12 +262,11 @@ class DEPICTClusterer(DeepClusterer):
                 bar.update()
                 if waited >= self.pretrain_patience:
                     break
-                if key is not None and time.monotonic() - last_saved >= CHECKPOINT_SECONDS:
-                    progress = {"network": network.state_dict(), "optimizer": optimizer.state_dict()}
-                    progress |= {"best_state": best_state, "best": best, "waited": waited, "epoch": epoch}
-                    progress |= {"generator": generator.get_state(), "dropout": self._dropout_state()}
-                    save_progress(key, progress)
-                    last_saved = time.monotonic()
+                if progress.due():
+                    content = {"network": network.state_dict(), "optimizer": optimizer.state_dict()}
+                    content |= {"best_state": best_state, "best": best, "waited": waited, "epoch": epoch}
+                    content |= {"generator": generator.get_state(), "dropout": self._dropout_state()}
+                    progress.save(content)
         network.load_state_dict(best_state)
         return (best if math.isfinite(best) else float("nan")), epoch
 
@@ -336,11 +337,21 @@ class DEPICTClusterer(DeepClusterer):
             q = torch.nn.functional.one_hot(labels, self.n_clusters).float()
             head = self._head((q.T @ embedding) / q.sum(0).clamp(min=1.0)[:, None])  # the initial means
             optimizer = torch.optim.Adam([*network.parameters(), *head.parameters()], lr=self.lr)
-            losses: list[float] = []
+            modules = {"network": network, "head": head, "optimizer": optimizer}
+            progress = _Progress(self._progress_key(data, seed) if self._cached() else None)
+            self.mutual_information_ = []
+
+            def save() -> None:  # after an epoch
+                if progress.due():
+                    progress.save(self._progress(run, modules, generator))
+
             with self._seeded_dropout(seed):
-                self._hard_phase(network, head, data, q, seed, optimizer, generator, losses)
-                self._soft_phase(network, head, data, q, optimizer, generator, losses)
-            self.loss_history_ = np.asarray(losses)
+                run = self._resumed(progress.load(), modules, generator) or _Run()
+                if run.phase == 1:
+                    self._hard_phase(network, head, data, q, seed, optimizer, generator, run, save)
+                self._soft_phase(network, head, data, optimizer, generator, run, save)
+            progress.discard()
+            self.loss_history_ = np.asarray(run.losses)
             self._network_, self._head_ = network, head
             embedding = self._embed(network, data)
             self.embedding_ = embedding.double().cpu().numpy()
@@ -348,6 +359,52 @@ class DEPICTClusterer(DeepClusterer):
             self._fitted(head)
             self.labels_ = self._labels(head, embedding).cpu().numpy()
             return self
+
+    # ---------------------------------------------------------------- progress of the clustering
+
+    def _progress_key(self, data: torch.Tensor, seed: int) -> dict:
+        """What determines a seeded fit's clustering phases (threads, like the pretraining's key,
+        left out): the method, its hyperparameters, the data, the seed and the device type."""
+        params = {
+            name: value for name, value in self.get_params().items() if name not in ("n_threads", "device")
+        }
+        return {
+            "format": 1,
+            "clustering": type(self).__name__,
+            "params": params,
+            "data": array_digest(data.cpu().numpy()),
+            "seed": seed,
+            "device": torch.device(self.device_).type,
+        }
+
+    def _progress(self, run: _Run, modules: dict, generator: torch.Generator) -> dict:
+        """A checkpoint after an epoch: the modules' states, the random streams, the phases'
+        bookkeeping (``run``) and the subclass's own (``_extra_state``)."""
+        return {
+            **{name: module.state_dict() for name, module in modules.items()},
+            "generator": generator.get_state(),
+            "dropout": self._dropout_state(),
+            "run": run.state(self),
+            "extra": self._extra_state(),
+        }
+
+    def _resumed(self, saved: dict | None, modules: dict, generator: torch.Generator) -> _Run | None:
+        """Restore a checkpoint of :meth:`_progress` (None: there is none, start afresh)."""
+        if saved is None:
+            return None
+        for name, module in modules.items():
+            module.load_state_dict(saved[name])
+        generator.set_state(saved["generator"])
+        self._set_dropout_state(saved["dropout"])
+        self._set_extra_state(saved["extra"])
+        return _Run.restored(saved["run"], self, self.device_)
+
+    def _extra_state(self) -> dict:
+        """A subclass's own state between epochs, beyond its head (SR-K-means: its prior)."""
+        return {}
+
+    def _set_extra_state(self, state: dict) -> None:
+        """Restore :meth:`_extra_state`."""
 
     def predict(self, X):
         X = check_predict_input(self, X, "labels_")
@@ -373,11 +430,13 @@ class DEPICTClusterer(DeepClusterer):
             total += loss.detach() * len(batch)
         return float(total) / max(len(rows), 1)
 
-    def _hard_phase(self, network, head, data, q, seed, optimizer, generator, losses) -> None:
+    def _hard_phase(self, network, head, data, q, seed, optimizer, generator, run, save) -> None:
         """Phase 1: fixed one-hot targets, early-stopped on NMI(validation labels, initial labels).
 
         The untrained network is the first candidate, as in the code: when no epoch raises the
-        validation NMI above the pretrained network's, phase 2 starts from the pretrained one."""
+        validation NMI above the pretrained network's, phase 2 starts from the pretrained one.
+        ``run`` holds the phase's bookkeeping (fresh, or restored from a checkpoint after an
+        epoch); ``save()`` keeps a checkpoint when ``CHECKPOINT_SECONDS`` have passed."""
         train, val = self._split(len(data), seed)
         initial = self.init_labels_[val.cpu().numpy()]
 
@@ -385,45 +444,110 @@ class DEPICTClusterer(DeepClusterer):
             predicted = self._labels(head, self._embed(network, data[val])).cpu().numpy()
             return normalized_mutual_info_score(initial, predicted)
 
-        best, state, waited, epoch = -1.0, None, 0, 0
-        self.validation_nmi_ = []
-        self._refresh(head, network, data, q)  # the pretrained network's: the baseline's and epoch 1's
-        if len(val):
-            best, state = validation_nmi(), copy.deepcopy((network.state_dict(), head.state_dict()))
-            self.validation_nmi_.append(best)
-        while epoch < self.init_epochs:
-            epoch += 1
-            if epoch > 1:
-                self._refresh(head, network, data, q)
-            losses.append(self._epoch(network, head, data, train, q, optimizer, generator, True))
-            if not len(val):
-                continue
-            score = validation_nmi()
-            self.validation_nmi_.append(score)
-            if score > best:
-                best, state, waited = score, copy.deepcopy((network.state_dict(), head.state_dict())), 0
-            else:
-                waited += 1
-                if waited >= self.init_patience:
-                    break
-        if state is not None:
-            network.load_state_dict(state[0])
-            head.load_state_dict(state[1])
-        self.n_init_epochs_ = epoch
+        def snapshot() -> dict:
+            return copy.deepcopy({"network": network.state_dict(), "head": head.state_dict()})
 
-    def _soft_phase(self, network, head, data, q, optimizer, generator, losses) -> None:
+        if run.epoch == 0:
+            self._refresh(head, network, data, q)  # the pretrained network's: the baseline's and epoch 1's
+            if len(val):
+                run.best, run.best_state = validation_nmi(), snapshot()
+                run.validation_nmi.append(run.best)
+        while run.epoch < self.init_epochs:
+            run.epoch += 1
+            if run.epoch > 1:
+                self._refresh(head, network, data, q)
+            run.losses.append(self._epoch(network, head, data, train, q, optimizer, generator, True))
+            if len(val):
+                score = validation_nmi()
+                run.validation_nmi.append(score)
+                if score > run.best:
+                    run.best, run.best_state, run.waited = score, snapshot(), 0
+                else:
+                    run.waited += 1
+                    if run.waited >= self.init_patience:
+                        break
+            save()
+        if run.best_state is not None:
+            network.load_state_dict(run.best_state["network"])
+            head.load_state_dict(run.best_state["head"])
+        run.phase, run.best_state = 2, None
+        run.targets = self._update(head, self._embed(network, data), q)
+        save()
+
+    def _soft_phase(self, network, head, data, optimizer, generator, run, save) -> None:
         """Phase 2: a pass with the targets fixed, then the method's full-data update (``_update``)."""
         everything = torch.arange(len(data), device=self.device_)
-        self.mutual_information_, self.converged_ = [], False
-        targets = self._update(head, self._embed(network, data), q)
-        self.n_iter_ = 0
-        for _ in tqdm(range(self.epochs), desc="clustering", unit="epoch", disable=None, leave=False):
-            losses.append(self._epoch(network, head, data, everything, targets, optimizer, generator, False))
-            self.n_iter_ += 1
-            previous, targets = targets, self._update(head, self._embed(network, data), targets)
-            if float((targets - previous).square().mean()) < self.tol:
-                self.converged_ = True
-                break
+        bar = tqdm(
+            total=self.epochs, initial=run.n_iter, desc="clustering", unit="epoch", disable=None, leave=False
+        )
+        with bar:
+            while run.n_iter < self.epochs and not run.converged:
+                run.losses.append(
+                    self._epoch(network, head, data, everything, run.targets, optimizer, generator, False)
+                )
+                run.n_iter += 1
+                previous = run.targets
+                run.targets = self._update(head, self._embed(network, data), previous)
+                run.converged = float((run.targets - previous).square().mean()) < self.tol
+                bar.update()
+                save()
+        self.validation_nmi_, self.n_init_epochs_ = run.validation_nmi, run.epoch
+        self.n_iter_, self.converged_ = run.n_iter, run.converged
+
+
+class _Progress:
+    """A seeded fit's checkpoint file (pretraining or clustering; none when ``key`` is None):
+    loaded once, saved after an epoch when ``due`` (``CHECKPOINT_SECONDS`` since the last save),
+    removed when the fit is done."""
+
+    def __init__(self, key: dict | None):
+        self.key, self.last = key, time.monotonic()
+
+    def load(self) -> dict | None:
+        return None if self.key is None else load_progress(self.key)
+
+    def due(self) -> bool:
+        return self.key is not None and time.monotonic() - self.last >= CHECKPOINT_SECONDS
+
+    def save(self, content: dict) -> None:
+        save_progress(self.key, content)
+        self.last = time.monotonic()
+
+    def discard(self) -> None:
+        if self.key is not None:
+            discard_progress(self.key)
+
+
+@dataclasses.dataclass
+class _Run:
+    """The clustering phases' bookkeeping between epochs: what a checkpoint holds besides the
+    modules and random streams. Phase 1: its epoch, the best validation NMI so far, the weights
+    that had it, epochs without improvement; phase 2: the targets of the last update, its epoch
+    count, whether it converged. The lists grow by an entry an epoch."""
+
+    phase: int = 1
+    epoch: int = 0
+    best: float = -1.0
+    best_state: dict | None = None
+    waited: int = 0
+    targets: torch.Tensor | None = None
+    n_iter: int = 0
+    converged: bool = False
+    losses: list = dataclasses.field(default_factory=list)
+    validation_nmi: list = dataclasses.field(default_factory=list)
+
+    def state(self, model) -> dict:
+        """Itself as a checkpoint's entry, with the fit's record of I(X, K) so far."""
+        return dataclasses.asdict(self) | {"mutual_information": list(model.mutual_information_)}
+
+    @classmethod
+    def restored(cls, state: dict, model, device) -> _Run:
+        state = dict(state)
+        model.mutual_information_ = list(state.pop("mutual_information"))
+        run = cls(**state)
+        if run.targets is not None:
+            run.targets = run.targets.to(device)
+        return run
 
 
 class _Prototypes(nn.Module):
@@ -518,6 +642,12 @@ class SRKMeans(DEPICTClusterer):
     def _fitted(self, head) -> None:
         self.cluster_centers_ = head.theta.double().cpu().numpy()
         self.prior_ = self._prior.double().cpu().numpy()
+
+    def _extra_state(self) -> dict:
+        return {"prior": self._prior}
+
+    def _set_extra_state(self, state: dict) -> None:
+        self._prior = state["prior"].to(self.device_)
 
     def _refresh(self, head, network, data: torch.Tensor, q: torch.Tensor) -> None:
         head.theta = soft_kmeans_update(self._embed(network, data), q, self.lam)[0]
