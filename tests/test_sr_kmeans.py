@@ -260,6 +260,18 @@ def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images
     assert not list((tmp_path / "second").glob("*.partial"))  # finished: the progress is gone
 
 
+def test_a_fit_without_random_state_saves_no_clustering_progress(images, monkeypatch):
+    """``pretrain_seed`` alone caches the network, but the clustering's seed is drawn: its
+    checkpoint would key a file no later fit asks for, so none is written."""
+    from clusterbench.methods import sr_kmeans
+
+    monkeypatch.setattr(sr_kmeans, "CHECKPOINT_SECONDS", 0.0)
+    saved = []
+    monkeypatch.setattr(sr_kmeans, "save_progress", lambda key, progress, folder=None: saved.append(progress))
+    SRKMeans(3, **TINY, pretrain_seed=0).fit(images[0])
+    assert saved and not [progress for progress in saved if "run" in progress]  # pretraining's only
+
+
 @pytest.mark.parametrize("cls", METHODS)
 @pytest.mark.parametrize(
     "params, data, message",

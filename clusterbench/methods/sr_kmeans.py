@@ -66,7 +66,7 @@ INITS = ("ac_pic", "kmeans")
 VALIDATION_FRACTION = 0.1  # the code's 90/10 split
 # Pretraining (up to 4000 epochs: hours on a CPU) and the clustering phases (up to 500 + 500
 # epochs) save their progress this often, so that an interrupted fit resumes where it stopped,
-# bit for bit on the CPU (cache.save_progress). A save
+# bit for bit on the CPU at the same thread count (cache.save_progress). A save
 # (weights, Adam's state, the best weights: 3-12 MB) takes well under a second, so a killed job
 # loses at most two minutes; at 10 minutes each interruption cost 5 minutes of an epoch-bound run.
 CHECKPOINT_SECONDS = 120.0
@@ -338,7 +338,8 @@ class DEPICTClusterer(DeepClusterer):
             head = self._head((q.T @ embedding) / q.sum(0).clamp(min=1.0)[:, None])  # the initial means
             optimizer = torch.optim.Adam([*network.parameters(), *head.parameters()], lr=self.lr)
             modules = {"network": network, "head": head, "optimizer": optimizer}
-            progress = _Progress(self._progress_key(data, seed) if self._cached() else None)
+            # Only a fit seeded itself: a drawn seed (pretrain_seed alone) keys a file no later fit asks for.
+            progress = _Progress(self._progress_key(data, seed) if self.random_state is not None else None)
             self.mutual_information_ = []
 
             def save() -> None:  # after an epoch
@@ -373,6 +374,7 @@ class DEPICTClusterer(DeepClusterer):
             "clustering": type(self).__name__,
             "params": params,
             "data": array_digest(data.cpu().numpy()),
+            "initial_labels": array_digest(self.init_labels_),  # pins the pretrained network's start
             "seed": seed,
             "device": torch.device(self.device_).type,
         }
