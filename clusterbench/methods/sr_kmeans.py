@@ -344,7 +344,7 @@ class DEPICTClusterer(DeepClusterer):
 
             def save() -> None:  # after an epoch
                 if progress.due():
-                    progress.save(self._progress(run, modules, generator))
+                    progress.save(self._checkpoint(run, modules, generator))
 
             with self._seeded_dropout(seed):
                 run = self._resumed(progress.load(), modules, generator) or _Run()
@@ -353,6 +353,8 @@ class DEPICTClusterer(DeepClusterer):
                 self._soft_phase(network, head, data, optimizer, generator, run, save)
             progress.discard()
             self.loss_history_ = np.asarray(run.losses)
+            self.validation_nmi_, self.n_init_epochs_ = run.validation_nmi, run.epoch
+            self.n_iter_, self.converged_ = run.n_iter, run.converged
             self._network_, self._head_ = network, head
             embedding = self._embed(network, data)
             self.embedding_ = embedding.double().cpu().numpy()
@@ -379,7 +381,7 @@ class DEPICTClusterer(DeepClusterer):
             "device": torch.device(self.device_).type,
         }
 
-    def _progress(self, run: _Run, modules: dict, generator: torch.Generator) -> dict:
+    def _checkpoint(self, run: _Run, modules: dict, generator: torch.Generator) -> dict:
         """A checkpoint after an epoch: the modules' states, the random streams, the phases'
         bookkeeping (``run``) and the subclass's own (``_extra_state``)."""
         return {
@@ -391,7 +393,7 @@ class DEPICTClusterer(DeepClusterer):
         }
 
     def _resumed(self, saved: dict | None, modules: dict, generator: torch.Generator) -> _Run | None:
-        """Restore a checkpoint of :meth:`_progress` (None: there is none, start afresh)."""
+        """Restore a checkpoint of :meth:`_checkpoint` (None: there is none, start afresh)."""
         if saved is None:
             return None
         for name, module in modules.items():
@@ -493,8 +495,6 @@ class DEPICTClusterer(DeepClusterer):
                 run.converged = float((run.targets - previous).square().mean()) < self.tol
                 bar.update()
                 save()
-        self.validation_nmi_, self.n_init_epochs_ = run.validation_nmi, run.epoch
-        self.n_iter_, self.converged_ = run.n_iter, run.converged
 
 
 class _Progress:
