@@ -70,6 +70,21 @@ def test_c_prime_one_moves_the_centres_exactly_as_lloyd(birch):
     assert ours.quantization_error_ == pytest.approx(lloyd.inertia_, rel=1e-12)
 
 
+@pytest.mark.parametrize("n_clusters", [3, 5, 6])
+def test_the_score_products_padding_rows_never_become_a_cluster(n_clusters):
+    """The product's rows are padded with zeros to a multiple of four: a padding row's score, 0,
+    beats every real affinity of a point at the origin (all negative there), so a padding row that
+    leaked into the scores would take that point. Labels and centres must stay Lloyd's."""
+    X, _ = mixture(seed=n_clusters, n=200, d=4, k=n_clusters, spread=6.0)
+    X = np.vstack([X, X.mean(0)])  # the centred origin: every affinity y·μ − ‖μ‖²/2 < 0
+    init = X[np.random.default_rng(0).choice(len(X) - 1, n_clusters, replace=False)]
+    ours = KMeansCPrime(n_clusters, c_prime=1, init=init, tol=0.0, max_iter=50).fit(X)
+    lloyd = KMeans(n_clusters, init=init, n_init=1, algorithm="lloyd", tol=0.0, max_iter=50).fit(X)
+    assert ours.labels_.max() < n_clusters
+    np.testing.assert_array_equal(ours.labels_, lloyd.labels_)
+    np.testing.assert_allclose(ours.cluster_centers_, lloyd.cluster_centers_, atol=1e-10)
+
+
 def test_leaving_the_likelihood_out_changes_nothing_else(birch):
     """track_likelihood=False skips eq. 3's pass; the fit and every other history entry stay."""
     X, _ = birch
