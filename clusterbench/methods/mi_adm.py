@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from clusterbench.methods.sr_kmeans import DEPICTClusterer, mutual_information
+from clusterbench.methods.sr_kmeans import DEPICTClusterer
 from clusterbench.validation import Constraint, one_of
 
 TARGETS = ("mi", "depict", "depict_code")
@@ -127,8 +127,7 @@ class MIADM(PosteriorClusterer):
     def _batch_loss(self, head, z: torch.Tensor, q: torch.Tensor, hard: bool) -> torch.Tensor:
         return self._cross_entropy(head, z, q)
 
-    def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """The target step on the clean posteriors; records I(X, K) of P (eq. 11)."""
+    def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The target step on the clean posteriors P: the targets, and P (whose I(X, K) is kept)."""
         p = self._posteriors(head, z)
-        self.mutual_information_.append(mutual_information(p))
-        return adm_targets(p, self.targets)
+        return adm_targets(p, self.targets), p

@@ -13,7 +13,6 @@ from __future__ import annotations
 import torch
 
 from clusterbench.methods.mi_adm import PosteriorClusterer
-from clusterbench.methods.sr_kmeans import mutual_information
 
 
 def batch_mutual_information(log_p: torch.Tensor) -> torch.Tensor:
@@ -78,8 +77,7 @@ class MID(PosteriorClusterer):
             return self._cross_entropy(head, z, q)
         return -batch_mutual_information(torch.log_softmax(head(z), dim=1))
 
-    def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """No target step: the clean posteriors, for the record and the stopping rule."""
+    def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """No target step: the clean posteriors, for the stopping rule and the record."""
         p = self._posteriors(head, z)
-        self.mutual_information_.append(mutual_information(p))
-        return p
+        return p, p

@@ -106,7 +106,8 @@ def _valid_ints(value, length: int, low: int) -> bool:
 class DEPICTClusterer(DeepClusterer):
     """The SR-K-means code's protocol (module docstring) on the deep core's pretraining cache,
     seeding and device handling; a subclass gives its head (``_head``), its clustering loss on the
-    noisy embedding (``_batch_loss``), its phase-2 update (``_update``) and its labels.
+    noisy embedding (``_batch_loss``), its phase-2 update (``_update``: the new targets and the
+    assignment distribution whose I(X, K) is recorded) and its labels.
 
     Fitted attributes: ``labels_``, ``init_labels_`` (the initial clustering), ``embedding_``,
     ``mutual_information_`` (I(X, K), eq. 11, after each phase-2 update: the paper's Fig. 1),
@@ -208,33 +209,32 @@ class DEPICTClusterer(DeepClusterer):
         built = []
 
         seeded = self._cached()
+        progress = _Progress(key if seeded else None)
 
         def build() -> dict[str, torch.Tensor]:
             with self._seeded_dropout(pretrain_seed):
-                built.append(self._pretrain(network, data, epochs, pretrain_seed, key if seeded else None))
+                built.append(self._pretrain(network, data, epochs, pretrain_seed, progress))
             return network.state_dict() | {
                 "__epochs__": torch.tensor(built[0][1]),
                 "__loss__": torch.tensor(built[0][0]),
             }
 
         state = dict(pretrained_state(key, build) if seeded else build())
-        if seeded:
-            discard_progress(key)
+        progress.discard()  # the network is cached (or was not to be): its checkpoint is spent
         self.pretrain_epochs_run_ = int(state.pop("__epochs__"))
         loss = float(state.pop("__loss__"))
         network.load_state_dict(state)
         return loss, not built
 
-    def _pretrain(self, network, data, epochs: int, seed: int, key: dict | None) -> tuple[float, int]:
+    def _pretrain(self, network, data, epochs: int, seed: int, progress: _Progress) -> tuple[float, int]:
         """Denoising pretraining with early stopping on the validation loss (clean path); returns
-        (best validation loss, epochs run). With a cache ``key``, progress is saved every
+        (best validation loss, epochs run). A keyed ``progress`` is saved every
         ``CHECKPOINT_SECONDS`` and an earlier interrupted run of the same key is resumed."""
         generator = torch.Generator(device=self.device_).manual_seed(seed)
         train, val = self._split(len(data), seed)
         monitored = val if len(val) else train
         optimizer = torch.optim.Adam(network.parameters(), lr=self.pretrain_lr)
         best, best_state, waited, epoch = math.inf, copy.deepcopy(network.state_dict()), 0, 0
-        progress = _Progress(key)
         saved = progress.load()
         if saved is not None:
             network.load_state_dict(saved["network"])
@@ -340,7 +340,6 @@ class DEPICTClusterer(DeepClusterer):
             modules = {"network": network, "head": head, "optimizer": optimizer}
             # Only a fit seeded itself: a drawn seed (pretrain_seed alone) keys a file no later fit asks for.
             progress = _Progress(self._progress_key(data, seed) if self.random_state is not None else None)
-            self.mutual_information_ = []
 
             def save() -> None:  # after an epoch
                 if progress.due():
@@ -355,6 +354,7 @@ class DEPICTClusterer(DeepClusterer):
             self.loss_history_ = np.asarray(run.losses)
             self.validation_nmi_, self.n_init_epochs_ = run.validation_nmi, run.epoch
             self.n_iter_, self.converged_ = run.n_iter, run.converged
+            self.mutual_information_ = run.mutual_information
             self._network_, self._head_ = network, head
             embedding = self._embed(network, data)
             self.embedding_ = embedding.double().cpu().numpy()
@@ -388,7 +388,7 @@ class DEPICTClusterer(DeepClusterer):
             **{name: module.state_dict() for name, module in modules.items()},
             "generator": generator.get_state(),
             "dropout": self._dropout_state(),
-            "run": run.state(self),
+            "run": dataclasses.asdict(run),
             "extra": self._extra_state(),
         }
 
@@ -401,7 +401,7 @@ class DEPICTClusterer(DeepClusterer):
         generator.set_state(saved["generator"])
         self._set_dropout_state(saved["dropout"])
         self._set_extra_state(saved["extra"])
-        return _Run.restored(saved["run"], self, self.device_)
+        return _Run.restored(saved["run"], self.device_)
 
     def _extra_state(self) -> dict:
         """A subclass's own state between epochs, beyond its head (SR-K-means: its prior)."""
@@ -475,7 +475,7 @@ class DEPICTClusterer(DeepClusterer):
             network.load_state_dict(run.best_state["network"])
             head.load_state_dict(run.best_state["head"])
         run.phase, run.best_state = 2, None
-        run.targets = self._update(head, self._embed(network, data), q)
+        run.update(*self._update(head, self._embed(network, data), q))
         save()
 
     def _soft_phase(self, network, head, data, optimizer, generator, run, save) -> None:
@@ -491,7 +491,7 @@ class DEPICTClusterer(DeepClusterer):
                 )
                 run.n_iter += 1
                 previous = run.targets
-                run.targets = self._update(head, self._embed(network, data), previous)
+                run.update(*self._update(head, self._embed(network, data), previous))
                 run.converged = float((run.targets - previous).square().mean()) < self.tol
                 bar.update()
                 save()
@@ -525,7 +525,7 @@ class _Run:
     """The clustering phases' bookkeeping between epochs: what a checkpoint holds besides the
     modules and random streams. Phase 1: its epoch, the best validation NMI so far, the weights
     that had it, epochs without improvement; phase 2: the targets of the last update, its epoch
-    count, whether it converged. The lists grow by an entry an epoch."""
+    count, whether it converged. The lists grow by an entry an epoch (I(X, K): an update)."""
 
     phase: int = 1
     epoch: int = 0
@@ -537,15 +537,16 @@ class _Run:
     converged: bool = False
     losses: list = dataclasses.field(default_factory=list)
     validation_nmi: list = dataclasses.field(default_factory=list)
+    mutual_information: list = dataclasses.field(default_factory=list)
 
-    def state(self, model) -> dict:
-        """Itself as a checkpoint's entry, with the fit's record of I(X, K) so far."""
-        return dataclasses.asdict(self) | {"mutual_information": list(model.mutual_information_)}
+    def update(self, targets: torch.Tensor, assignments: torch.Tensor) -> None:
+        """After a target update: the new targets, and I(X, K) (eq. 11) of the assignments."""
+        self.targets = targets
+        self.mutual_information.append(mutual_information(assignments))
 
     @classmethod
-    def restored(cls, state: dict, model, device) -> _Run:
-        state = dict(state)
-        model.mutual_information_ = list(state.pop("mutual_information"))
+    def restored(cls, state: dict, device) -> _Run:
+        """The run a checkpoint's ``dataclasses.asdict`` entry describes, its targets on ``device``."""
         run = cls(**state)
         if run.targets is not None:
             run.targets = run.targets.to(device)
@@ -659,12 +660,11 @@ class SRKMeans(DEPICTClusterer):
         scale = self.lam * self.n_clusters
         return ((q * squared_distances(z, head.theta)).sum(1) - z.square().sum(1)).mean() / scale
 
-    def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """Eq. 27 with the previous Q, then eq. 28; records I(X, K) of the new Q."""
+    def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Eq. 27 with the previous Q, then eq. 28: the new Q, the targets and the assignments."""
         head.theta, q = soft_kmeans_update(z, q, self.lam)
         self._prior = q.mean(0)  # q̂_k, for the code's labelling rule
-        self.mutual_information_.append(mutual_information(q))
-        return q
+        return q, q
 
     @torch.no_grad()
     def _labels(self, head, z: torch.Tensor) -> torch.Tensor:
