@@ -105,7 +105,7 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
     extended = torch.from_numpy(np.hstack([X - mean, np.ones((n, 1))]))
     centres = torch.from_numpy(start - mean)[None]
     chunk = max(MIN_CHUNK_POINTS, CHUNK_ELEMENTS // k)
-    padded = _padded_rows(k)
+    padded = _padded_rows(k, extended.device)
     block = torch.empty(padded * chunk, dtype=extended.dtype)
     fits = {"kmeans_sklearn_lloyd": lloyd, "gmm_sklearn_spherical": gmm}
     fits |= {f"kmeans_cprime_{c_prime}": ours(c_prime) for c_prime in (1, 2, 5, k)}

@@ -70,19 +70,38 @@ def test_c_prime_one_moves_the_centres_exactly_as_lloyd(birch):
     assert ours.quantization_error_ == pytest.approx(lloyd.inertia_, rel=1e-12)
 
 
-@pytest.mark.parametrize("n_clusters", [3, 5, 6])
-def test_the_score_products_padding_rows_never_become_a_cluster(n_clusters):
-    """The product's rows are padded with zeros to a multiple of four: a padding row's score, 0,
-    beats every real affinity of a point at the origin (all negative there), so a padding row that
-    leaked into the scores would take that point. Labels and centres must stay Lloyd's."""
-    X, _ = mixture(seed=n_clusters, n=200, d=4, k=n_clusters, spread=6.0)
-    X = np.vstack([X, X.mean(0)])  # the centred origin: every affinity y·μ − ‖μ‖²/2 < 0
-    init = X[np.random.default_rng(0).choice(len(X) - 1, n_clusters, replace=False)]
-    ours = KMeansCPrime(n_clusters, c_prime=1, init=init, tol=0.0, max_iter=50).fit(X)
-    lloyd = KMeans(n_clusters, init=init, n_init=1, algorithm="lloyd", tol=0.0, max_iter=50).fit(X)
-    assert ours.labels_.max() < n_clusters
-    np.testing.assert_array_equal(ours.labels_, lloyd.labels_)
-    np.testing.assert_allclose(ours.cluster_centers_, lloyd.cluster_centers_, atol=1e-10)
+@pytest.mark.parametrize("n_clusters", [2, 3, 5, 7])
+def test_the_score_products_padding_rows_change_nothing_but_rounding(n_clusters, monkeypatch):
+    """On CPU the product's rows (restarts x clusters) are padded with zero rows to a multiple of
+    four. Zero rows score 0, more than any real affinity y·μ − ‖μ‖²/2 of a point at the centred
+    origin (added here), so a padding row leaking into the scores would take that point. Four
+    restarts stop at different iterations, so the running rows shrink and are padded anew. The fit
+    must be the unpadded one's: labels and iterations exactly, values to rounding."""
+    from clusterbench.methods import kmeans_cprime
+
+    X, _ = mixture(seed=n_clusters, n=300, d=4, k=n_clusters, spread=3.0)
+    X = np.vstack([X, X.mean(0)])
+    settings = dict(c_prime=min(2, n_clusters), n_init=4, random_state=1, tol=1e-9, init="random")
+    padded = KMeansCPrime(n_clusters, **settings).fit(X)
+    monkeypatch.setattr(kmeans_cprime, "SCORE_ROW_MULTIPLE", 1)
+    plain = KMeansCPrime(n_clusters, **settings).fit(X)
+    np.testing.assert_array_equal(padded.labels_, plain.labels_)
+    assert padded.n_iter_ == plain.n_iter_
+    np.testing.assert_allclose(padded.restart_free_energies_, plain.restart_free_energies_, rtol=1e-12)
+    np.testing.assert_allclose(padded.cluster_centers_, plain.cluster_centers_, rtol=0, atol=1e-10)
+
+
+def test_a_multiple_of_four_score_rows_is_not_padded(monkeypatch):
+    """C = 4 with one restart: the very product of the unpadded code, so the very same fit."""
+    from clusterbench.methods import kmeans_cprime
+
+    X, _ = mixture(seed=4, n=300, d=5, k=4)
+    padded = KMeansCPrime(4, c_prime=2, random_state=0).fit(X)
+    monkeypatch.setattr(kmeans_cprime, "SCORE_ROW_MULTIPLE", 1)
+    plain = KMeansCPrime(4, c_prime=2, random_state=0).fit(X)
+    for key, values in plain.history_.items():
+        np.testing.assert_array_equal(padded.history_[key], values)
+    np.testing.assert_array_equal(padded.cluster_centers_, plain.cluster_centers_)
 
 
 def test_leaving_the_likelihood_out_changes_nothing_else(birch):

@@ -77,10 +77,13 @@ INITS = ("k-means++", "random")
 # least MIN_CHUNK_POINTS points: the chunk's temporaries stay in cache (2 MiB in float64).
 CHUNK_ELEMENTS = 1 << 18
 MIN_CHUNK_POINTS = 256
-# The score product's rows (restarts × clusters) are padded with zero rows to a multiple of this:
-# MKL's double-precision kernel (torch's CPU BLAS) takes rows in fours, and a remainder costs
-# nearly a full block (100000 x 75 points against 25 rows: 21.1 ms, padded to 28 rows 17.6 ms at
-# one thread, 12.6 against 10.1 ms at two). A multiple of four is left as it is, so is its product.
+# On CPU the score product's rows (restarts × clusters) are padded with zero rows to a multiple of
+# this: MKL's double-precision kernel (torch's CPU BLAS) takes rows in fours and a remainder costs
+# about a block of its own (100000 x 75 points, one thread: 2 rows 13.6 ms, padded to 4 8.9 ms;
+# 7 rows 29.1 ms, to 8 10.5 ms; 25 rows 21.1 ms, to 28 17.6 ms; at two threads 25 rows 12.6 ms,
+# 28 rows 10.1 ms). A multiple of four is left as it is, so is its product; a single row too (a
+# matrix-vector product: 6.6 ms, padded 8.9 ms). The chunk's point count is set by the unpadded
+# rows: the padding's at most three rows come on top of CHUNK_ELEMENTS.
 SCORE_ROW_MULTIPLE = 4
 SIGMA2_FLOOR = 1e-10
 FEW_CLUSTERS = 4
@@ -314,7 +317,9 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         # The chunk's scores and responsibilities are written into blocks allocated once: a fresh
         # 2 MiB tensor per chunk comes from mmap and pays its page faults on first touch, which
         # costs as much as the matrix product that fills it (1.6 ms each, one thread).
-        scores_block = torch.empty(_padded_rows(restarts * n_clusters) * chunk, dtype=dtype, device=device)
+        scores_block = torch.empty(
+            _padded_rows(restarts * n_clusters, device) * chunk, dtype=dtype, device=device
+        )
         soft_block = None if hard else torch.empty_like(scores_block)
         # ℒ (eq. 3) needs every cluster's exp(score): a pass over the scores that hard assignments
         # need for nothing else (a fifth of a Lloyd iteration), left out when not asked for.
@@ -349,7 +354,7 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
             score_rows = len(running) * n_clusters
             factors = scaled.reshape(score_rows, -1)
             factors = torch.cat(
-                [factors, factors.new_zeros(_padded_rows(score_rows) - score_rows, factors.shape[1])]
+                [factors, factors.new_zeros(_padded_rows(score_rows, device) - score_rows, factors.shape[1])]
             )
             held_sets = None if iteration == 0 else sets
             # For hard assignments: the held assignment, copied before the pass overwrites it.
@@ -440,8 +445,11 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         return _Fits(centres, sigma2, labels, n_iter, history)
 
 
-def _padded_rows(rows: int) -> int:
-    """``rows`` rounded up to a multiple of :data:`SCORE_ROW_MULTIPLE`."""
+def _padded_rows(rows: int, device: torch.device) -> int:
+    """The score product's row count: on CPU ``rows`` rounded up to a multiple of
+    :data:`SCORE_ROW_MULTIPLE` (one row stays one), elsewhere ``rows``."""
+    if device.type != "cpu" or rows == 1:
+        return rows
     return -(-rows // SCORE_ROW_MULTIPLE) * SCORE_ROW_MULTIPLE
 
 

@@ -661,7 +661,7 @@ class SRKMeans(DEPICTClusterer):
         return ((q * squared_distances(z, head.theta)).sum(1) - z.square().sum(1)).mean() / scale
 
     def _update(self, head, z: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Eq. 27 with the previous Q, then eq. 28: the new Q, the targets and the assignments."""
+        """Eq. 27 with the previous Q, then eq. 28: the new Q, as both the targets and the assignments."""
         head.theta, q = soft_kmeans_update(z, q, self.lam)
         self._prior = q.mean(0)  # q̂_k, for the code's labelling rule
         return q, q
