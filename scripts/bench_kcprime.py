@@ -50,7 +50,7 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
     from sklearn.mixture import GaussianMixture
 
     from clusterbench.methods import KMeansCPrime
-    from clusterbench.methods.kmeans_cprime import CHUNK_ELEMENTS, MIN_CHUNK_POINTS, _padded_rows
+    from clusterbench.methods.kmeans_cprime import CHUNK_ELEMENTS, MIN_CHUNK_POINTS, score_factors
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, d))
@@ -94,19 +94,18 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
         padded to a multiple of four), an iteration a pass: the GEMM Lloyd's distances also cost,
         the floor of our iteration in torch."""
         for _ in range(iterations):
-            scaled = torch.cat([centres[0], -0.5 * (centres[0] * centres[0]).sum(-1, keepdim=True)], -1)
-            factors = torch.cat([scaled, scaled.new_zeros(padded - k, scaled.shape[1])])
+            scaled = torch.cat([centres, -0.5 * (centres * centres).sum(-1, keepdim=True)], -1)
+            factors = score_factors(scaled)
             for lo in range(0, n, chunk):
                 rows = min(chunk, n - lo)
-                torch.mm(factors, extended[lo : lo + rows].T, out=block[: padded * rows].view(padded, rows))
+                torch.mm(factors, extended[lo : lo + rows].T, out=block[: len(factors) * rows].view(-1, rows))
         return iterations
 
     mean = X.mean(0)
     extended = torch.from_numpy(np.hstack([X - mean, np.ones((n, 1))]))
     centres = torch.from_numpy(start - mean)[None]
     chunk = max(MIN_CHUNK_POINTS, CHUNK_ELEMENTS // k)
-    padded = _padded_rows(k, extended.device)
-    block = torch.empty(padded * chunk, dtype=extended.dtype)
+    block = torch.empty(len(score_factors(centres)) * chunk, dtype=extended.dtype)  # the padded rows
     fits = {"kmeans_sklearn_lloyd": lloyd, "gmm_sklearn_spherical": gmm}
     fits |= {f"kmeans_cprime_{c_prime}": ours(c_prime) for c_prime in (1, 2, 5, k)}
     # C′ = 1 without ℒ in its history: the work of a Lloyd iteration plus the free energy.

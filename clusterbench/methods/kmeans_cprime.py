@@ -352,10 +352,7 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
             scaled = current / s2[:, None, None]
             scaled = torch.cat([scaled, -0.5 * (scaled * current).sum(-1, keepdim=True)], -1)
             score_rows = len(running) * n_clusters
-            factors = scaled.reshape(score_rows, -1)
-            factors = torch.cat(
-                [factors, factors.new_zeros(_padded_rows(score_rows, device) - score_rows, factors.shape[1])]
-            )
+            factors = score_factors(scaled)
             held_sets = None if iteration == 0 else sets
             # For hard assignments: the held assignment, copied before the pass overwrites it.
             moved_from = held_sets[rows].clone() if hard and held_sets is not None else None
@@ -443,6 +440,14 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
             )
             n_iter[step] += 1
         return _Fits(centres, sigma2, labels, n_iter, history)
+
+
+def score_factors(scaled: torch.Tensor) -> torch.Tensor:
+    """The score product's left factor: ``scaled`` (R, C, D + 1) as R·C rows, with the zero rows
+    of :func:`_padded_rows` below them (their scores are computed and never read)."""
+    rows = scaled.reshape(-1, scaled.shape[-1])
+    padding = _padded_rows(len(rows), rows.device) - len(rows)
+    return torch.cat([rows, rows.new_zeros(padding, rows.shape[1])])
 
 
 def _padded_rows(rows: int, device: torch.device) -> int:
