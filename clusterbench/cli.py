@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from clusterbench.catalog import CONF_DIR, load_option, options
 from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.overrides import check_overrides, rewrite_overrides
+from clusterbench.progress import line_interval
 
 USAGE = """usage: clusterbench COMMAND [ARGS]
 
@@ -81,6 +82,7 @@ def command_run(words: list[str]) -> int:
     from clusterbench.results import JOURNAL_ENV, journal_folder, read_journal
     from clusterbench.summary import run_summary
 
+    line_interval()  # a malformed CLUSTERBENCH_PROGRESS_SECONDS stops here, before any fit
     words = rewrite_overrides(words)
     results_dir = check_overrides(words)
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 from omegaconf import DictConfig
-from tqdm.auto import tqdm
 
 from clusterbench.catalog import locate
 from clusterbench.checks import metric_options
 from clusterbench.data import Dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import call_metric
+from clusterbench.progress import progress_bar
 from clusterbench.results import read_records
 from clusterbench.validation import torch_threads
 
@@ -110,7 +110,7 @@ def fit_progress(folder: Path, label: str, shown: bool = True, after: float = PR
     """Within the block (one fit), a bar of the seconds it has run once it runs past ``after``,
     its total the median fit time of the records in ``folder`` (the same method on the same
     dataset: other seeds and grid points), so the bar's estimate says how long is left; without
-    such records, the seconds alone. Shown on a terminal only (tqdm's ``disable=None``); the
+    such records, the seconds alone. Off a terminal, a line a minute (:mod:`clusterbench.progress`); the
     bar's thread reads the records only when a fit is slow, and is gone when the block ends.
     ``shown=False``: no bar (the fit shows its own)."""
     if not shown:
@@ -122,14 +122,8 @@ def fit_progress(folder: Path, label: str, shown: bool = True, after: float = PR
         if done.wait(after):
             return
         expected = expected_seconds(folder)
-        with tqdm(
-            total=round(expected) if expected else None,
-            initial=round(after),
-            desc=label,
-            unit="s",
-            disable=None,
-            leave=False,
-        ) as bar:
+        total = round(expected) if expected else None
+        with progress_bar(total=total, initial=round(after), desc=label, unit="s", leave=False) as bar:
             while not done.wait(1.0):
                 if bar.total is not None and bar.n + 1 > bar.total:
                     bar.total = bar.n + 1  # slower than its peers: the estimate grows with it

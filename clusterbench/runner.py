@@ -17,7 +17,6 @@ from pathlib import Path
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 from sklearn.model_selection import ParameterGrid
-from tqdm.auto import tqdm
 
 from clusterbench.catalog import check_source, locate
 from clusterbench.checks import (
@@ -39,6 +38,7 @@ from clusterbench.fitting import (
     recorded_result,
     rescore,
 )
+from clusterbench.progress import progress_bar
 from clusterbench.results import (
     code_version,
     config_hash,
@@ -281,7 +281,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     label = f"{job.data.name}/{job.method.name}"
     # Set once for the job: entering the limit costs ~5 ms, a sweep of small fits has thousands.
     with limit_threads(job.threads):
-        for params in tqdm(grid, desc=label, disable=None if len(grid) > 1 else True):
+        for params in progress_bar(grid, desc=label) if len(grid) > 1 else grid:
             estimator = job.estimator(params)
             hyper, point = job.point(estimator)
             entry = ledger.entry(point)

@@ -1,13 +1,20 @@
-"""A slow fit shows a bar of its seconds, estimated from the records of its peers."""
+"""Progress: a slow fit shows a bar of its seconds, estimated from the records of its peers; off a
+terminal every bar writes a stamped line at intervals."""
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 import time
 from typing import ClassVar
 
-from clusterbench import fitting
+import pytest
+
+from clusterbench import fitting, progress
+from clusterbench.errors import UserError
 from clusterbench.results import record_path, write_record
+from tests.helpers import run_cli
 from tests.test_results import rows
 
 
@@ -47,7 +54,7 @@ class Bar:
 
 
 def test_a_fit_past_the_threshold_gets_a_bar_and_a_quick_one_none(tmp_path, monkeypatch):
-    monkeypatch.setattr(fitting, "tqdm", Bar)
+    monkeypatch.setattr(fitting, "progress_bar", Bar)
     monkeypatch.setattr(Bar, "made", [])
     folder = write_peers(tmp_path, [2.0, 2.0, 4.0])
     with fitting.fit_progress(folder, "zoo/kmeans seed=0", after=0.05):
@@ -59,3 +66,53 @@ def test_a_fit_past_the_threshold_gets_a_bar_and_a_quick_one_none(tmp_path, monk
     assert bar.desc == "zoo/kmeans seed=0" and bar.n >= 2
     assert bar.total == max(2, bar.n)  # the peers' median, grown once passed
     assert not any(thread.name == "fit-progress" for thread in threading.enumerate())
+
+
+STAMPED_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d pretraining: +\d+%\|[ #0-9]*\| (\d+)/40 \[")
+
+
+def iterate_slowly(seconds_each: float, steps: int = 40) -> None:
+    with progress.progress_bar(total=steps, desc="pretraining", unit="epoch", leave=False) as bar:
+        for _ in range(steps):
+            time.sleep(seconds_each)
+            bar.update()
+
+
+def test_off_a_terminal_a_bar_writes_a_stamped_line_at_each_interval(capsys, monkeypatch):
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.25")
+    iterate_slowly(0.03)  # 1.2 s: a line at about 0.25, 0.5, 0.75 and 1 s, none at the close
+    lines = capsys.readouterr().err.splitlines()
+    assert 3 <= len(lines) <= 5, lines
+    steps = [int(STAMPED_LINE.match(line).group(1)) for line in lines]
+    assert steps == sorted(steps) and 0 < steps[0] < steps[-1] < 40
+    assert all("\r" not in line and "\x1b" not in line for line in lines)
+
+
+def test_off_a_terminal_a_bar_shorter_than_the_interval_writes_nothing(capsys, monkeypatch):
+    monkeypatch.setenv(progress.INTERVAL_ENV, "5")
+    iterate_slowly(0.005)
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0")  # never
+    iterate_slowly(0.005)
+    assert capsys.readouterr().err == ""
+
+
+def test_on_a_terminal_the_bar_is_tqdms_own_drawn_at_once(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    with progress.progress_bar(total=3, desc="pretraining"):
+        pass
+    drawn = capsys.readouterr().err
+    assert drawn.startswith("\rpretraining:   0%|") or drawn.startswith("pretraining:   0%|"), drawn
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_malformed_interval_stops_the_run_with_one_line(value, tmp_path, monkeypatch):
+    monkeypatch.setenv(progress.INTERVAL_ENV, value)
+    with pytest.raises(UserError, match=f"{progress.INTERVAL_ENV}='{value}' is not a number of seconds"):
+        progress.line_interval()
+    result = run_cli("run", "method=kmeans", "dataset=zoo", f"results_dir={tmp_path}")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"clusterbench: error: {progress.INTERVAL_ENV}='{value}' is not a number of seconds ≥ 0; "
+        f"set e.g. {progress.INTERVAL_ENV}=300"
+    ]
+    assert not list(tmp_path.rglob("*.csv"))

@@ -48,11 +48,11 @@ from typing import ClassVar
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
-from tqdm.auto import tqdm
 
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods._seeding import resolve_seed
+from clusterbench.progress import progress_bar
 from clusterbench.validation import (
     AT_LEAST_TWO,
     BOOLEAN,
@@ -370,7 +370,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         generator = torch.Generator(device=device).manual_seed(seed % 2**63)
         p_mean = torch.full((k,), 1.0 / k, device=device)
         history = torch.zeros(self.steps, 2, device=device)
-        bar = tqdm(range(self.steps), desc=type(self).__name__, unit="step", disable=None, leave=False)
+        bar = progress_bar(range(self.steps), desc=type(self).__name__, unit="step", leave=False)
         for step in bar:
             chosen = torch.randperm(n, generator=generator, device=device)[: 2 * B]
             left, right = chosen[:B], chosen[B:]

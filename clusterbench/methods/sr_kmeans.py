@@ -35,7 +35,6 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 from torch import nn
-from tqdm.auto import tqdm
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods.ac_pic import ACPIC
@@ -48,6 +47,7 @@ from clusterbench.methods.deep.cache import (
     save_progress,
 )
 from clusterbench.methods.deep.networks import DEPICTAutoencoder
+from clusterbench.progress import progress_bar
 from clusterbench.validation import (
     AT_LEAST_TWO,
     NON_NEGATIVE_INT,
@@ -243,7 +243,7 @@ class DEPICTClusterer(DeepClusterer):
             waited, epoch = int(saved["waited"]), int(saved["epoch"])
             generator.set_state(saved["generator"])
             self._set_dropout_state(saved["dropout"])
-        bar = tqdm(total=epochs, initial=epoch, desc="pretraining", unit="epoch", disable=None, leave=False)
+        bar = progress_bar(total=epochs, initial=epoch, desc="pretraining", unit="epoch", leave=False)
         with bar:
             while epoch < epochs:
                 epoch += 1
@@ -481,10 +481,9 @@ class DEPICTClusterer(DeepClusterer):
     def _soft_phase(self, network, head, data, optimizer, generator, run, save) -> None:
         """Phase 2: a pass with the targets fixed, then the method's full-data update (``_update``)."""
         everything = torch.arange(len(data), device=self.device_)
-        bar = tqdm(
-            total=self.epochs, initial=run.n_iter, desc="clustering", unit="epoch", disable=None, leave=False
-        )
-        with bar:
+        with progress_bar(
+            total=self.epochs, initial=run.n_iter, desc="clustering", unit="epoch", leave=False
+        ) as bar:
             while run.n_iter < self.epochs and not run.converged:
                 run.losses.append(
                     self._epoch(network, head, data, everything, run.targets, optimizer, generator, False)

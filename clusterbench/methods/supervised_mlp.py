@@ -18,12 +18,12 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from tqdm.auto import tqdm
 
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods._seeding import resolve_seed
 from clusterbench.methods.prcut import OPTIMIZERS, PREDICT_CHUNK, PRCut, build_encoder
+from clusterbench.progress import progress_bar
 from clusterbench.validation import (
     BOOLEAN,
     NON_NEGATIVE_REAL,
@@ -125,7 +125,7 @@ class SupervisedMLP(TorchHyperparameters, ClassifierMixin, BaseEstimator):
             optimizer = kind(self.network_.parameters(), lr=self.lr, weight_decay=self.weight_decay)
             generator = torch.Generator(device=device).manual_seed(seed % 2**63)
             n, losses = len(data), []
-            bar = tqdm(range(self.epochs), desc=name, unit="epoch", disable=None, leave=False)
+            bar = progress_bar(range(self.epochs), desc=name, unit="epoch", leave=False)
             for _ in bar:
                 order = torch.randperm(n, generator=generator, device=device)
                 total = torch.zeros((), device=device)

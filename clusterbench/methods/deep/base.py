@@ -38,12 +38,12 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils.validation import check_array
 from torch import nn
-from tqdm.auto import tqdm
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods._seeding import resolve_seed
 from clusterbench.methods.deep.cache import array_digest, pretrained_state
 from clusterbench.methods.deep.networks import ACTIVATIONS, REDUCTIONS, MLPAutoencoder, reconstruction_loss
+from clusterbench.progress import progress_bar
 from clusterbench.validation import (
     AT_LEAST_TWO,
     BOOLEAN,
@@ -173,7 +173,7 @@ def pretrain(
     optimizer = torch.optim.Adam(network.parameters(), lr=lr)
     n = len(data)
     mean = float("nan")
-    with tqdm(total=epochs, desc=desc, unit="epoch", disable=None, leave=False) as bar:
+    with progress_bar(total=epochs, desc=desc, unit="epoch", leave=False) as bar:
         for _ in range(epochs):
             order = torch.randperm(n, generator=generator, device=data.device)
             total = torch.zeros((), device=data.device)
@@ -459,7 +459,7 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
         epoch, running, steps_in_epoch = -1, torch.zeros((), device=self.device_), 0
         self.converged_ = False
         iteration = 0
-        with tqdm(total=max_iter, desc="clustering", unit="step", disable=None, leave=False) as bar:
+        with progress_bar(total=max_iter, desc="clustering", unit="step", leave=False) as bar:
             while iteration < max_iter:
                 if full_targets and iteration % self.update_interval == 0:
                     with torch.no_grad():
