@@ -68,6 +68,7 @@ def hydra_job(cfg: DictConfig) -> None:
     def report(outcome) -> None:
         if not (sweep and outcome.status == "cached"):
             tqdm.write(summary_line(cfg.dataset.name, method_label(cfg.method), cfg.seed, outcome, given))
+            sys.stdout.flush()  # in order with the bars' lines when both go to one file
 
     try:
         run_job(cfg, experiment, report=report)

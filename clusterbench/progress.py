@@ -1,7 +1,7 @@
 """Progress bars that also work off a terminal.
 
 On a terminal (or in a notebook) :func:`progress_bar` is tqdm's bar, as it always was. Off one
-(``nohup``, a batch scheduler's job, ``make tables > log``) tqdm would draw nothing, or a single
+(``nohup``, a batch scheduler's job, ``make tables > log 2>&1``) tqdm would draw nothing, or a single
 line of carriage returns; a fit of hours then says nothing until it ends. There the bar writes a
 whole line, stamped with the time, every ``CLUSTERBENCH_PROGRESS_SECONDS`` (default 60; 0: never),
 starting once the bar has run that long, so short fits stay silent:
@@ -26,13 +26,14 @@ DEFAULT_INTERVAL = 60.0
 IN_NOTEBOOK = any(cls.__module__ == "tqdm.notebook" for cls in auto_tqdm.__mro__)
 
 
-def progress_bar(iterable=None, **options) -> plain_tqdm:
+def progress_bar(iterable=None, shown: bool = True, **options) -> plain_tqdm:
     """tqdm's bar over ``iterable`` with tqdm's ``options`` on a terminal or in a notebook;
-    elsewhere a line every :func:`line_interval` seconds on standard error (none if 0)."""
-    if IN_NOTEBOOK or sys.stderr.isatty():
+    elsewhere a line every :func:`line_interval` seconds on standard error (none if 0).
+    ``shown=False``: no bar (a loop of one item, say)."""
+    if shown and (IN_NOTEBOOK or sys.stderr.isatty()):
         return auto_tqdm(iterable, disable=None, **options)
     interval = line_interval()
-    if interval == 0:
+    if not shown or interval == 0:
         return plain_tqdm(iterable, disable=True, **options)
     return plain_tqdm(
         iterable,
@@ -65,15 +66,18 @@ class _TimestampedLines:
 
     tqdm redraws a bar in place: a carriage return, the bar, no newline (and cursor moves for
     nested bars; blanks to clear a bar). Each write's printable text becomes a line with the
-    time in front; writes with none (the clearing, the moves) are dropped.
+    time in front; writes with none (the clearing, the moves) are dropped, and so is a repeat
+    of the last line (a bar kept at its close draws its last state again).
     """
 
     def __init__(self, stream) -> None:
         self.stream = stream
+        self.last = ""
 
     def write(self, text: str) -> None:
         line = text.replace("\x1b[A", "").replace("\r", "").replace("\n", "").strip()
-        if line:
+        if line and line != self.last:
+            self.last = line
             self.stream.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} {line}\n")
             self.stream.flush()
 

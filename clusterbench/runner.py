@@ -281,7 +281,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     label = f"{job.data.name}/{job.method.name}"
     # Set once for the job: entering the limit costs ~5 ms, a sweep of small fits has thousands.
     with limit_threads(job.threads):
-        for params in progress_bar(grid, desc=label) if len(grid) > 1 else grid:
+        for params in progress_bar(grid, shown=len(grid) > 1, desc=label):
             estimator = job.estimator(params)
             hyper, point = job.point(estimator)
             entry = ledger.entry(point)

@@ -3,6 +3,7 @@ terminal every bar writes a stamped line at intervals."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import threading
@@ -116,3 +117,26 @@ def test_a_malformed_interval_stops_the_run_with_one_line(value, tmp_path, monke
         f"set e.g. {progress.INTERVAL_ENV}=300"
     ]
     assert not list(tmp_path.rglob("*.csv"))
+
+
+def test_off_a_terminal_nested_bars_write_clean_lines_and_a_kept_bar_no_repeat(capsys, monkeypatch):
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.2")
+    with progress.progress_bar(total=3, desc="jobs", unit="job") as jobs:  # kept at its close
+        for _ in range(3):
+            iterate_slowly(0.01, steps=30)  # the inner bars: 0.3 s each, left out at their close
+            jobs.update()
+    lines = capsys.readouterr().err.splitlines()
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (jobs|pretraining): ")
+    assert lines and all(stamp.match(line) for line in lines), lines
+    assert not any("\x1b" in line or "\r" in line for line in lines)
+    texts = [line[20:] for line in lines]
+    assert all(a != b for a, b in itertools.pairwise(texts)), texts
+    assert texts[-1].startswith("jobs: 100%|##########| 3/3")
+    assert sum(text.startswith("jobs:") for text in texts) >= 2
+
+
+def test_off_a_terminal_a_sweep_writes_its_jobs_bar(tmp_path, monkeypatch):
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.01")
+    result = run_cli("run", "-m", "method=kmeans", "dataset=zoo", "seed=0,1,2", f"results_dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^\S+ \S+ jobs: +\d+%\|.*\| [12]/3 \[", result.stderr, re.MULTILINE), result.stderr

@@ -243,6 +243,8 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     # Added after records were made: their default is what the estimator did before.
     _params_added_later: ClassVar[dict] = {"gamma_schedule": "constant"}
+    # The runner's elapsed-time bar for a slow fit is left out: the fit shows a bar of its steps.
+    reports_progress: ClassVar[bool] = True
 
     def __init__(
         self,

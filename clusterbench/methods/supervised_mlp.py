@@ -80,6 +80,7 @@ class SupervisedMLP(TorchHyperparameters, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_threads = n_threads
 
+    reports_progress = PRCut.reports_progress  # a bar of its epochs, not the runner's of seconds
     # Pickled as PRCut is: with the encoder's state dict (weight-normalised modules do not pickle).
     __getstate__ = PRCut.__getstate__
     __setstate__ = PRCut.__setstate__

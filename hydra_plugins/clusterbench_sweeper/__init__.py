@@ -45,6 +45,7 @@ class ResumingSweeper(BasicSweeper):
     def sweep(self, arguments):
         from tqdm.auto import tqdm
 
+        from clusterbench.progress import progress_bar
         from clusterbench.results import note_outcomes
 
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
@@ -56,9 +57,7 @@ class ResumingSweeper(BasicSweeper):
 
         pending = []
         check = _RecordCheck(self, parser)
-        for job in tqdm(
-            jobs, desc="records", unit="job", disable=None if len(jobs) > 1 else True, leave=False
-        ):
+        for job in progress_bar(jobs, shown=len(jobs) > 1, desc="records", unit="job", leave=False):
             outcomes = check.outcomes(job)
             if outcomes is None:
                 pending.append(job)
@@ -72,9 +71,7 @@ class ResumingSweeper(BasicSweeper):
             size = self.max_batch_size or len(pending)
             return [self.launcher.launch(pending[i : i + size], i) for i in range(0, len(pending), size)]
         returns = []
-        with tqdm(
-            total=len(pending), desc="jobs", unit="job", disable=None if len(pending) > 1 else True
-        ) as bar:
+        with progress_bar(total=len(pending), shown=len(pending) > 1, desc="jobs", unit="job") as bar:
             for index, job in enumerate(pending):
                 returns.append(self.launcher.launch([job], initial_job_idx=index))
                 bar.update()
