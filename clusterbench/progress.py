@@ -30,10 +30,12 @@ def progress_bar(iterable=None, shown: bool = True, **options) -> plain_tqdm:
     """tqdm's bar over ``iterable`` with tqdm's ``options`` on a terminal or in a notebook;
     elsewhere a line every :func:`line_interval` seconds on standard error (none if 0).
     ``shown=False``: no bar (a loop of one item, say)."""
-    if shown and (IN_NOTEBOOK or sys.stderr.isatty()):
+    if not shown:
+        return plain_tqdm(iterable, disable=True, **options)
+    if IN_NOTEBOOK or sys.stderr.isatty():
         return auto_tqdm(iterable, disable=None, **options)
     interval = line_interval()
-    if not shown or interval == 0:
+    if interval == 0:
         return plain_tqdm(iterable, disable=True, **options)
     return plain_tqdm(
         iterable,
