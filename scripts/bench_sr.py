@@ -3,6 +3,7 @@
     python scripts/bench_sr.py                                 # USPS and MNIST-full, 2 threads
     python scripts/bench_sr.py --datasets usps_11000 --threads 1 --repeats 3
     python scripts/bench_sr.py --quick                         # 1000 USPS images: seconds; writes nothing
+    python scripts/bench_sr.py --device cuda                   # on a GPU: sr_kmeans_cuda.csv
 
 What is measured, on the data as the SR tables prepare it (``pixels_symmetric``: (X − 127.5)/127.5)
 and the paper's settings (DEPICT autoencoder, batch 100, Adam):
@@ -23,8 +24,9 @@ set-up cancel in each difference, and a difference of zero or less (the machine'
 epochs' time) fails the benchmark rather than reaching the CSV. Each dataset keeps its own K.
 Configurations alternate within each repeat and each keeps its least time, so a busy spell of the
 machine falls on all alike; the 1-minute load average is recorded. Rows go to
-results/benchmarks/sr_kmeans_cpu.csv (``--out`` folder): what, method, dataset, rows, threads,
-seconds, repeats, load, date.
+results/benchmarks/sr_kmeans_<device>.csv (``--out`` folder): what, method, dataset, rows, threads,
+seconds, repeats, load, date, and the processor or GPU that ran them (``hardware``). On a GPU each
+time includes bringing the labels back to the host, so the device's queue is drained in it.
 """
 
 from __future__ import annotations
@@ -44,12 +46,11 @@ from clusterbench.catalog import load_option
 from clusterbench.data import Dataset, load_dataset
 from clusterbench.methods import MIADM, SRKMeans
 from clusterbench.methods.deep import cache
-from clusterbench.results import atomic_write_text
+from clusterbench.results import atomic_write_text, processor
 from clusterbench.scripting import output_folder, positive_int, run_script
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "results" / "benchmarks"
-CSV = "sr_kmeans_cpu.csv"
 METHODS = {"sr_kmeans": SRKMeans, "mi_adm": MIADM}
 # Every fit: the paper's network and batches; no early stop of any phase inside a measurement.
 FIXED = {"init": "kmeans", "n_init": 1, "init_epochs": 0, "pretrain_patience": 10**6, "tol": 0.0}
@@ -63,18 +64,22 @@ def prepared(name: str, rows: int | None) -> Dataset:
     return dataclasses.replace(data, X=data.X.astype(np.float32))
 
 
-def fit_seconds(method: str, data: Dataset, folder: Path, threads: int, **settings) -> tuple[float, object]:
+def fit_seconds(
+    method: str, data: Dataset, folder: Path, threads: int, device: str = "cpu", **settings
+) -> tuple[float, object]:
     """Seconds of one fit whose pretraining cache is ``folder`` (the caller's cache setting is
     restored after it)."""
     settings = {**FIXED, **settings, "n_clusters": data.n_clusters, "random_state": 0, "n_threads": threads}
-    model = METHODS[method](**settings, device="cpu")
+    model = METHODS[method](**settings, device=device)
     with cache.folder_for_block(folder):
         start = time.perf_counter()
         model.fit(data.X)
         return time.perf_counter() - start, model
 
 
-def least_seconds(data: Dataset, threads: int, extra: int, repeats: int) -> dict[str, float]:
+def least_seconds(
+    data: Dataset, threads: int, extra: int, repeats: int, device: str = "cpu"
+) -> dict[str, float]:
     """The least seconds over ``repeats`` of each fit the rows are differences of, by label:
     ``pretrain E`` (cold cache, E pretraining epochs), ``<method> E`` (warm, E clustering epochs)."""
     least: dict[str, float] = {}
@@ -84,16 +89,18 @@ def least_seconds(data: Dataset, threads: int, extra: int, repeats: int) -> dict
 
     with tempfile.TemporaryDirectory() as scratch:
         warm = Path(scratch) / "warm"
-        fit_seconds("sr_kmeans", data, warm, threads, pretrain_epochs=1, epochs=1)  # fills the warm cache
+        fit_seconds("sr_kmeans", data, warm, threads, device, pretrain_epochs=1, epochs=1)  # fills the cache
         for repeat in range(repeats):
             for pretrain in (1, 1 + extra):
                 cold = Path(scratch) / f"cold-{repeat}-{pretrain}"
-                seconds = fit_seconds("sr_kmeans", data, cold, threads, pretrain_epochs=pretrain, epochs=1)[0]
+                seconds = fit_seconds(
+                    "sr_kmeans", data, cold, threads, device, pretrain_epochs=pretrain, epochs=1
+                )[0]
                 keep(f"pretrain {pretrain}", seconds)
             for method in METHODS:
                 for epochs in (1, 1 + extra):
                     seconds, model = fit_seconds(
-                        method, data, warm, threads, pretrain_epochs=1, epochs=epochs
+                        method, data, warm, threads, device, pretrain_epochs=1, epochs=epochs
                     )
                     if not model.pretrained_from_cache_ or model.n_iter_ != epochs:
                         raise SystemExit(
@@ -103,8 +110,8 @@ def least_seconds(data: Dataset, threads: int, extra: int, repeats: int) -> dict
     return least
 
 
-def measure(data: Dataset, threads: int, extra: int, repeats: int) -> list[dict]:
-    least = least_seconds(data, threads, extra, repeats)
+def measure(data: Dataset, threads: int, extra: int, repeats: int, device: str = "cpu") -> list[dict]:
+    least = least_seconds(data, threads, extra, repeats, device)
 
     def per_epoch(longer: str, shorter: str) -> float:
         seconds = (least[longer] - least[shorter]) / extra
@@ -117,6 +124,7 @@ def measure(data: Dataset, threads: int, extra: int, repeats: int) -> list[dict]
 
     row = {"dataset": data.name, "rows": len(data.X), "threads": threads, "repeats": repeats}
     row |= {"load": round(os.getloadavg()[0], 2), "date": datetime.date.today().isoformat()}
+    row |= {"hardware": processor(device)}
     rows = [
         {"what": "pretraining epoch (s)", "method": "sr_kmeans",
          "seconds": per_epoch(f"pretrain {1 + extra}", "pretrain 1")},
@@ -136,6 +144,7 @@ def main() -> None:
         "--extra", type=positive_int, default=2, help="epochs between the two fits (default 2)"
     )
     parser.add_argument("--repeats", type=positive_int, default=2, help="alternating repeats (default 2)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the fits run")
     parser.add_argument("--quick", action="store_true", help="1000 USPS images, one repeat; writes nothing")
     parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
     args = parser.parse_args()
@@ -143,10 +152,10 @@ def main() -> None:
     datasets, rows, repeats = (["usps_11000"], 1000, 1) if args.quick else (args.datasets, None, args.repeats)
     measured = []
     for name in datasets:
-        measured += measure(prepared(name, rows), args.threads, args.extra, repeats)
+        measured += measure(prepared(name, rows), args.threads, args.extra, repeats, args.device)
         print(pd.DataFrame(measured).to_string(index=False), flush=True)
     if not args.quick:
-        path = args.out / CSV
+        path = args.out / f"sr_kmeans_{args.device}.csv"
         frame = pd.DataFrame(measured)
         if path.exists():  # keep the rows of the (dataset, threads) pairs not measured now
             old = pd.read_csv(path)

@@ -32,12 +32,13 @@ def test_the_benchmark_fits_each_epoch_count_and_the_warm_fit_skips_pretraining(
 def test_rows_are_differences_per_extra_epoch_and_noise_fails(monkeypatch):
     least = {"pretrain 1": 10.0, "pretrain 3": 16.0, "sr_kmeans 1": 4.0, "sr_kmeans 3": 5.0}
     least |= {"mi_adm 1": 4.5, "mi_adm 3": 7.5}
-    monkeypatch.setattr(bench, "least_seconds", lambda data, threads, extra, repeats: least)
+    monkeypatch.setattr(bench, "least_seconds", lambda data, threads, extra, repeats, device: least)
     data = bench.Dataset("toy", bench.np.zeros((7, 64), dtype="float32"), bench.np.zeros(7, int), 3)
     rows = bench.measure(data, threads=2, extra=2, repeats=1)
     assert [(row["what"], row["method"]) for row in rows] == WHAT
     assert [row["seconds"] for row in rows] == [3.0, 0.5, 1.5, 10.0, 4.0]
     assert all(row["dataset"] == "toy" and row["rows"] == 7 and row["threads"] == 2 for row in rows)
+    assert {row["hardware"] for row in rows} == {bench.processor("cpu")}  # "AMD EPYC, AVX2", a GPU's name
     least["mi_adm 3"] = 4.5  # no longer than one epoch: noise, not a time
     with pytest.raises(SystemExit, match="'mi_adm 3' took no longer than 'mi_adm 1' on toy"):
         bench.measure(data, threads=2, extra=2, repeats=1)
