@@ -17,6 +17,26 @@ def one_torch_thread():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def one_torch_thread_per_worker():
+    """Under pytest-xdist (``make test``: a worker per core) each worker's torch runs one CPU
+    thread. The deep estimators default to torch's count, a thread per core, so a worker per core
+    oversubscribed the machine: on a 16-core GPU machine the CPU reference fits of test_cuda's
+    convolutional networks took 7-8 s an epoch for 256 points and timed out, and on 2 cores a small
+    DCEC fit takes 20 s at two threads beside another job against 3 s at one."""
+    import os
+
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def pretrained_cache_of_the_session(tmp_path_factory):
     """Pretrained networks go to a folder of the test session, never the user's cache; the
     ``clusterbench`` subprocesses the tests start inherit it. A test may set its own."""
