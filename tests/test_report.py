@@ -243,3 +243,20 @@ def test_a_row_left_unrun_on_purpose_counts_as_not_run_not_as_stopped():
     assert cell_kind(cell, method) == "not-run"
     assert cell_kind(pd.Series({"status": "failed", "ours": math.nan}), method) == "stopped"
     assert "not_run:" in EMPTY_KINDS["not-run"][1]  # the page names the spec key that says why
+
+
+def test_benchmark_cells_that_read_as_numbers_are_set_as_numbers(tmp_path):
+    from clusterbench.report.sections import benchmark_html
+
+    class Page:
+        def link(self, path, label):
+            return label
+
+    path = tmp_path / "bench.csv"
+    path.write_text("what,seconds,rows,date,hardware\nepoch (s),0.417,70000,2026-11-27,NVIDIA H200\n")
+    cells = re.findall(r'<td class="(\w+)">([^<]*)</td>', benchmark_html(Page(), path))
+    # 0.417 is shown as written and is a number all the same (it was set as text before)
+    assert cells == [
+        ("text", "epoch (s)"), ("number", "0.417"), ("number", "70000"),
+        ("text", "2026-11-27"), ("text", "NVIDIA H200"),
+    ]  # fmt: skip
