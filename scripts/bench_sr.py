@@ -136,6 +136,18 @@ def measure(data: Dataset, threads: int, extra: int, repeats: int, device: str =
     return [{**entry, **row, "seconds": round(entry["seconds"], 3)} for entry in rows]
 
 
+def merged(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` after the rows of ``path`` (if it exists) whose dataset, threads and hardware were
+    not measured now: another machine's rows stay beside this one's."""
+    if not path.exists():
+        return frame
+    old = pd.read_csv(path, keep_default_na=False)
+    key = ["dataset", "threads", "hardware"]
+    measured_now = set(frame[key].itertuples(index=False, name=None))
+    kept = [row not in measured_now for row in old.reindex(columns=key).itertuples(index=False, name=None)]
+    return pd.concat([old[kept], frame], ignore_index=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["usps_11000", "mnist"], help="dataset configs")
@@ -156,12 +168,7 @@ def main() -> None:
         print(pd.DataFrame(measured).to_string(index=False), flush=True)
     if not args.quick:
         path = args.out / f"sr_kmeans_{args.device}.csv"
-        frame = pd.DataFrame(measured)
-        if path.exists():  # keep the rows of the (dataset, threads) pairs not measured now
-            old = pd.read_csv(path)
-            measured_now = set(zip(frame["dataset"], frame["threads"], strict=True))
-            kept = [pair not in measured_now for pair in zip(old["dataset"], old["threads"], strict=True)]
-            frame = pd.concat([old[kept], frame], ignore_index=True)
+        frame = merged(path, pd.DataFrame(measured))
         atomic_write_text(path, frame.to_csv(index=False))
         print(f"-> {path}")
 

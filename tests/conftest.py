@@ -8,32 +8,26 @@ import pytest
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """The torch tests' tensors are tiny: intra-op threads only add contention on a busy machine."""
-    import torch
+    from clusterbench.validation import torch_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
 def one_torch_thread_per_worker():
     """Under pytest-xdist (``make test``: a worker per core) each worker's torch runs one CPU
     thread. The deep estimators default to torch's count, a thread per core, so a worker per core
-    oversubscribed the machine: on a 16-core GPU machine the CPU reference fits of test_cuda's
-    convolutional networks took 7-8 s an epoch for 256 points and timed out, and on 2 cores a small
-    DCEC fit takes 20 s at two threads beside another job against 3 s at one."""
+    oversubscribed the machine: on a 16-core GPU machine (ten workers) the CPU reference fits of
+    test_cuda's convolutional networks took 7-8 s an epoch for 256 points and timed out, and on 2
+    cores a small DCEC fit takes 20 s at two threads beside another job against 3 s at one. (Each
+    worker loads torch for it, which nearly every test module does anyway.)"""
     import os
 
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        yield
-        return
-    import torch
+    from clusterbench.validation import torch_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1 if "PYTEST_XDIST_WORKER" in os.environ else None):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

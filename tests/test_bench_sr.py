@@ -64,3 +64,20 @@ def test_each_dataset_keeps_its_k_and_the_callers_cache_setting_is_left_as_it_wa
     assert model.n_clusters == 68 and model.embedding_.shape == (136, 68)
     assert os.environ["CLUSTERBENCH_CACHE"] == str(tmp_path / "mine")
     assert list((tmp_path / "bench").iterdir()) and not (tmp_path / "mine").exists()
+
+
+def test_a_rerun_replaces_its_own_machines_rows_and_keeps_another_machines(tmp_path):
+    path = tmp_path / "sr_kmeans_cuda.csv"
+    row = {"what": "pretraining epoch (s)", "method": "sr_kmeans", "dataset": "mnist", "threads": 4}
+    old = bench.pd.DataFrame([{**row, "seconds": 2.8, "hardware": "NVIDIA H200"}])
+    old = bench.pd.concat([old, bench.pd.DataFrame([{**row, "seconds": 3.5, "hardware": "NVIDIA H100"}])])
+    path.write_text(old.to_csv(index=False))
+    frame = bench.merged(path, bench.pd.DataFrame([{**row, "seconds": 2.6, "hardware": "NVIDIA H200"}]))
+    assert sorted(zip(frame["hardware"], frame["seconds"], strict=True)) == [
+        ("NVIDIA H100", 3.5), ("NVIDIA H200", 2.6),
+    ]  # fmt: skip
+    # a file written before the hardware column: its rows stay, none is taken for this machine's
+    path.write_text(old.drop(columns="hardware").to_csv(index=False))
+    assert (
+        len(bench.merged(path, bench.pd.DataFrame([{**row, "seconds": 2.6, "hardware": "NVIDIA H200"}]))) == 3
+    )

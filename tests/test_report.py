@@ -253,10 +253,12 @@ def test_benchmark_cells_that_read_as_numbers_are_set_as_numbers(tmp_path):
             return label
 
     path = tmp_path / "bench.csv"
-    path.write_text("what,seconds,rows,date,hardware\nepoch (s),0.417,70000,2026-11-27,NVIDIA H200\n")
+    path.write_text(
+        "what,seconds,rows,date,hardware,load\nepoch (s),0.417,70000,2026-11-27,NVIDIA H200,nan\n"
+    )
     cells = re.findall(r'<td class="(\w+)">([^<]*)</td>', benchmark_html(Page(), path))
     # 0.417 is shown as written and is a number all the same (it was set as text before)
     assert cells == [
         ("text", "epoch (s)"), ("number", "0.417"), ("number", "70000"),
-        ("text", "2026-11-27"), ("text", "NVIDIA H200"),
+        ("text", "2026-11-27"), ("text", "NVIDIA H200"), ("text", "nan"),
     ]  # fmt: skip

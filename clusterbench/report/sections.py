@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import html
+import math
 import os
 import re
 from pathlib import Path
@@ -257,13 +258,12 @@ def number_text(text: str) -> str:
 
 
 def kind_of(text: str) -> str:
-    """A benchmark cell's class: ``number`` (set right) for any value that reads as one, as written
-    (``0.417``) or rounded (``221.387``), else ``text``."""
+    """A benchmark cell's class: ``number`` (set right) for a finite number as written (``0.417``,
+    ``221.387``, ``70000``), else ``text`` (dates, names, ``nan``)."""
     try:
-        float(text)
+        return "number" if math.isfinite(float(text)) and text == text.strip() else "text"
     except ValueError:
         return "text"
-    return "number"
 
 
 def esc(text) -> str:
