@@ -447,7 +447,7 @@ def score_factors(scaled: torch.Tensor) -> torch.Tensor:
     of :func:`_padded_rows` below them (their scores are computed and never read)."""
     rows = scaled.reshape(-1, scaled.shape[-1])
     padding = _padded_rows(len(rows), rows.device) - len(rows)
-    return torch.cat([rows, rows.new_zeros(padding, rows.shape[1])])
+    return torch.cat([rows, rows.new_zeros(padding, rows.shape[1])]) if padding else rows
 
 
 def _padded_rows(rows: int, device: torch.device) -> int:
