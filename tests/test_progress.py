@@ -140,3 +140,19 @@ def test_off_a_terminal_a_sweep_writes_its_jobs_bar(tmp_path, monkeypatch):
     result = run_cli("run", "-m", "method=kmeans", "dataset=zoo", "seed=0,1,2", f"results_dir={tmp_path}")
     assert result.returncode == 0, result.stderr
     assert re.search(r"^\S+ \S+ jobs: +\d+%\|.*\| [12]/3 \[", result.stderr, re.MULTILINE), result.stderr
+
+
+def test_off_a_terminal_ac_pic_writes_lines_of_its_merges(capsys, monkeypatch):
+    """AC-PIC's merges take minutes on 10⁴ points inside an SR fit, which said nothing meanwhile."""
+    from sklearn.datasets import make_blobs
+
+    from clusterbench.methods import ACPIC
+
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.001")
+    X, _ = make_blobs(400, centers=3, random_state=0)
+    model = ACPIC(3).fit(X)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "AC-PIC:" in line]
+    counts = [tuple(map(int, re.search(r"(\d+)/(\d+) ", line).groups())) for line in lines]
+    assert counts, "no line of the merges"
+    assert all(total == model.n_initial_clusters_ - 3 for _, total in counts)
+    assert [done for done, _ in counts] == sorted(done for done, _ in counts)

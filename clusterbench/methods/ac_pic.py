@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_array
 
+from clusterbench.progress import progress_bar
 from clusterbench.validation import (
     AT_LEAST_TWO,
     POSITIVE_INT,
@@ -130,25 +131,28 @@ class ACPIC(ClusterMixin, BaseEstimator):
         ]
         heapq.heapify(heap)
         new_id = count
-        while len(clusters) > self.n_clusters:
-            while heap and (heap[0][1] not in clusters or heap[0][2] not in clusters):
-                heapq.heappop(heap)  # a pair whose cluster was merged away
-            if heap:
-                _, a, b = heapq.heappop(heap)
-            else:  # disconnected components: affinity 0 everywhere, join the two smallest
-                a, b = sorted(clusters, key=lambda c: len(clusters[c]))[:2]
-            merged = np.concatenate([clusters.pop(a), clusters.pop(b)])
-            clusters[new_id] = merged
-            self_integral[new_id] = self._integral(merged, [np.arange(len(merged))])[0]
-            neighbours[new_id] = (neighbours.pop(a) | neighbours.pop(b)) - {a, b}
-            for c in neighbours[new_id]:
-                neighbours[c] -= {a, b}
-                neighbours[c].add(new_id)
-                heapq.heappush(
-                    heap,
-                    (-self._affinity(clusters, self_integral, new_id, c), min(c, new_id), max(c, new_id)),
-                )
-            new_id += 1
+        # On 10⁴ points the merges take minutes (module docstring): a bar, and lines off a terminal.
+        with progress_bar(total=count - self.n_clusters, desc="AC-PIC", unit="merge", leave=False) as merges:
+            while len(clusters) > self.n_clusters:
+                while heap and (heap[0][1] not in clusters or heap[0][2] not in clusters):
+                    heapq.heappop(heap)  # a pair whose cluster was merged away
+                if heap:
+                    _, a, b = heapq.heappop(heap)
+                else:  # disconnected components: affinity 0 everywhere, join the two smallest
+                    a, b = sorted(clusters, key=lambda c: len(clusters[c]))[:2]
+                merged = np.concatenate([clusters.pop(a), clusters.pop(b)])
+                clusters[new_id] = merged
+                self_integral[new_id] = self._integral(merged, [np.arange(len(merged))])[0]
+                neighbours[new_id] = (neighbours.pop(a) | neighbours.pop(b)) - {a, b}
+                for c in neighbours[new_id]:
+                    neighbours[c] -= {a, b}
+                    neighbours[c].add(new_id)
+                    heapq.heappush(
+                        heap,
+                        (-self._affinity(clusters, self_integral, new_id, c), min(c, new_id), max(c, new_id)),
+                    )
+                new_id += 1
+                merges.update()
         labels = np.empty(len(start), dtype=np.int64)
         for label, members in enumerate(clusters.values()):
             labels[members] = label
