@@ -13,9 +13,13 @@ distances).
   neighbour); merge the pair of largest affinity until ``n_clusters`` remain. Only clusters joined
   by a graph edge are compared: others have affinity 0 (the walk cannot cross).
 
-Each affinity is two sparse linear solves on the union's sub-graph (exact, where the authors'
-MATLAB code approximates), so the cost grows with the clusters' sizes; on 10⁴ points the merges
-take minutes.
+Each affinity is two sparse linear solves on the union's sub-graph, so the cost grows with the
+clusters' sizes; on 10⁴ points the merges take minutes. The authors' code (the gactoolbox, in
+MATLAB and in DEPICT's Python port) solves the same systems densely over a table of all pairs, on
+a graph with self-loops (w_ii = 1) and σ² doubled while some point's nearest-neighbour weight is
+below 1e-5; none here. Measured on MNIST-test's pretrained SR embedding, that graph gives the
+same start as this one (NMI 0.836 against 0.843, the same two 2-point clusters and two merged
+pairs of digits; NMI 0.966 between the two labellings; no σ² doubling).
 """
 
 from __future__ import annotations
