@@ -19,7 +19,9 @@ MATLAB and in DEPICT's Python port) solves the same systems densely over a table
 a graph with self-loops (w_ii = 1) and σ² doubled while some point's nearest-neighbour weight is
 below 1e-5; none here. Measured on MNIST-test's pretrained SR embedding, that graph gives the
 same start as this one (NMI 0.836 against 0.843, the same two 2-point clusters and two merged
-pairs of digits; NMI 0.966 between the two labellings; no σ² doubling).
+pairs of digits; NMI 0.966 between the two labellings; no σ² doubling). On DEPICT's published
+pretrained MNIST-test network this AC-PIC reproduces the start stored beside it (ACC 0.936 against
+0.933; NMI 0.982 between the labellings).
 """
 
 from __future__ import annotations
