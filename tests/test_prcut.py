@@ -30,6 +30,7 @@ from clusterbench.methods.prcut import (
     surrogate_loss,
 )
 from clusterbench.results import read_record
+from clusterbench.runner import method_grid
 from tests.helpers import compose_config, record_files, run_cli
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -366,6 +367,28 @@ def test_the_configs_compose(tmp_path):
             "supervised_mlp": SupervisedMLP,
         }
         cls[method](**settings)._validate_params()
+
+
+def test_the_paper_profile_trains_table5_settings_four_times_the_codes_steps_and_table2_the_codes(tmp_path):
+    """Table 5's lr (1e-5, ten times below the code's) gets 100k steps at paper scale, where Table 1
+    levels off, and is the estimator's default; the code settings keep the code's 25k; Table 2
+    trains both for 25k, the reduced run its note states."""
+
+    def steps(*overrides, profile="paper"):
+        cfg = compose_config(tmp_path, f"profile={profile}", *overrides)
+        grid = method_grid(cfg)
+        assert len(grid) == 1
+        return grid[0].get("steps", cfg.method.estimator.steps)
+
+    assert steps("method=prcut") == PRCut().steps == 100000
+    assert steps("method=prcut_code") == 25000
+    assert steps("experiment=prcut_table1", "method=prcut") == 100000
+    assert (
+        steps("experiment=prcut_table2", "method=prcut")
+        == steps("experiment=prcut_table2", "method=prcut_code")
+        == 25000
+    )
+    assert steps("experiment=prcut_table2", "method=prcut", profile="smoke") == 2000
 
 
 # These checks set n_clusters=1, which PRCut and SpectralKNN refuse (k ≥ 2: a one-cluster ratio cut
