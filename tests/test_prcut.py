@@ -19,6 +19,7 @@ from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.fitting import needs_labels
 from clusterbench.methods import PRCut, SpectralKNN, SupervisedMLP
+from clusterbench.methods import prcut as prcut_module
 from clusterbench.methods.prcut import (
     balance_penalty,
     batch_bound,
@@ -389,6 +390,65 @@ def test_the_paper_profile_trains_table5_settings_four_times_the_codes_steps_and
         == 25000
     )
     assert steps("experiment=prcut_table2", "method=prcut", profile="smoke") == 2000
+
+
+class Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("similarity", ["knn", "labels"])
+def test_an_interrupted_fit_resumes_where_it_stopped(similarity, blobs, monkeypatch, tmp_path):
+    """A seeded fit saves its progress (here after every step: CHECKPOINT_SECONDS = 0); one stopped
+    after its 25th save is finished by the next fit, which runs only the remaining 35 steps, to the
+    very same network, labels, history and cluster mass as a fit never stopped; then the file goes."""
+    from clusterbench.methods.deep import cache
+
+    X, y = blobs
+    params = {**SMALL, "similarity": similarity, "steps": 60, "random_state": 0}
+    whole = PRCut(4, **params).fit(X, y)
+    folder = tmp_path / "pretrained"
+    assert not list(folder.glob("*.partial"))  # a fit of seconds never reached a save
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
+    saves, original_save = [], cache.save_progress
+
+    def save_then_stop(key, progress, folder=None):
+        original_save(key, progress, folder)
+        saves.append(progress["step"])
+        if len(saves) == 25:
+            raise Interrupted
+
+    monkeypatch.setattr(cache, "save_progress", save_then_stop)
+    with pytest.raises(Interrupted):
+        PRCut(4, **params).fit(X, y)
+    assert saves == list(range(1, 26)) and len(list(folder.glob("*.partial"))) == 1
+    monkeypatch.setattr(cache, "save_progress", original_save)
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 1e9)
+    steps, original_loss = [], prcut_module.surrogate_loss
+
+    def counted(*args):
+        steps.append(True)
+        return original_loss(*args)
+
+    monkeypatch.setattr(prcut_module, "surrogate_loss", counted)
+    resumed = PRCut(4, **params).fit(X, y)
+    assert len(steps) == 35 and resumed.n_iter_ == 60
+    np.testing.assert_array_equal(resumed.labels_, whole.labels_)
+    for name in ("bound", "kl"):
+        np.testing.assert_array_equal(resumed.history_[name], whole.history_[name])
+    np.testing.assert_array_equal(resumed.cluster_mass_, whole.cluster_mass_)
+    np.testing.assert_array_equal(resumed.predict_proba(X), whole.predict_proba(X))
+    assert not list(folder.glob("*.partial"))  # finished: the progress is gone
+
+
+def test_a_fit_without_random_state_saves_no_progress(blobs, monkeypatch):
+    """A drawn seed would key a file no later fit asks for: nothing is saved."""
+    from clusterbench.methods.deep import cache
+
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
+    saved = []
+    monkeypatch.setattr(cache, "save_progress", lambda key, progress, folder=None: saved.append(progress))
+    PRCut(4, **SMALL).fit(blobs[0])
+    assert not saved
 
 
 # These checks set n_clusters=1, which PRCut and SpectralKNN refuse (k ≥ 2: a one-cluster ratio cut

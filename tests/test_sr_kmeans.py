@@ -172,14 +172,13 @@ class Interrupted(Exception):
 def test_an_interrupted_pretraining_resumes_where_it_stopped(images, monkeypatch, tmp_path):
     """Progress saved after each epoch (CHECKPOINT_SECONDS = 0); a fit stopped after its third save
     is finished by the next fit, which trains only the remaining epochs, to the very same model."""
-    from clusterbench.methods import sr_kmeans
     from clusterbench.methods.deep import cache
 
     X = images[0]
     params = {**TINY, "pretrain_epochs": 6, "pretrain_patience": 10, "pretrain_batch_size": 15}
     whole = SRKMeans(3, **params, random_state=0).fit(X)
     monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "second"))
-    monkeypatch.setattr(sr_kmeans, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
     saves, original_save = [], cache.save_progress
 
     def save_then_stop(key, progress, folder=None):
@@ -190,7 +189,7 @@ def test_an_interrupted_pretraining_resumes_where_it_stopped(images, monkeypatch
         if len(saves) == 3:
             raise Interrupted
 
-    monkeypatch.setattr(sr_kmeans, "save_progress", save_then_stop)
+    monkeypatch.setattr(cache, "save_progress", save_then_stop)
     with pytest.raises(Interrupted):
         SRKMeans(3, **params, random_state=0).fit(X)
     assert saves == [1, 2, 3] and len(list((tmp_path / "second").glob("*.partial"))) == 1
@@ -216,7 +215,6 @@ def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images
     first, the two phase-1 epochs and the phase boundary being the first three saves; after the
     last of phase 2's three) is finished by the next fit, which trains only the remaining epochs,
     to the same labels, losses, records of I(X, K) and fitted heads as a fit never stopped."""
-    from clusterbench.methods import sr_kmeans
     from clusterbench.methods.deep import cache
 
     # Unbalanced (20, 20, 10 of the patterns): SR-K-means' prior is not the uniform it starts
@@ -224,7 +222,7 @@ def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images
     X, params = images[0][:50], {**TINY, "tol": 0.0}
     whole = cls(3, **params, random_state=0).fit(X)
     monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "second"))
-    monkeypatch.setattr(sr_kmeans, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
     saves, original_save = [], cache.save_progress  # (phase, epochs trained) at each save
 
     def save_then_stop(key, progress, folder=None):
@@ -234,7 +232,7 @@ def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images
             if len(saves) == stop_at:
                 raise Interrupted
 
-    monkeypatch.setattr(sr_kmeans, "save_progress", save_then_stop)
+    monkeypatch.setattr(cache, "save_progress", save_then_stop)
     with pytest.raises(Interrupted):
         cls(3, **params, random_state=0).fit(X)
     phase, trained = saves[-1]
@@ -263,11 +261,11 @@ def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images
 def test_a_fit_without_random_state_saves_no_clustering_progress(images, monkeypatch):
     """``pretrain_seed`` alone caches the network, but the clustering's seed is drawn: its
     checkpoint would key a file no later fit asks for, so none is written."""
-    from clusterbench.methods import sr_kmeans
+    from clusterbench.methods.deep import cache
 
-    monkeypatch.setattr(sr_kmeans, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
     saved = []
-    monkeypatch.setattr(sr_kmeans, "save_progress", lambda key, progress, folder=None: saved.append(progress))
+    monkeypatch.setattr(cache, "save_progress", lambda key, progress, folder=None: saved.append(progress))
     SRKMeans(3, **TINY, pretrain_seed=0).fit(images[0])
     assert saved and not [progress for progress in saved if "run" in progress]  # pretraining's only
 

@@ -55,6 +55,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods._seeding import resolve_seed
+from clusterbench.methods.deep.cache import FitProgress, array_digest, progress_key
 from clusterbench.progress import progress_bar
 from clusterbench.validation import (
     AT_LEAST_TWO,
@@ -242,6 +243,11 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
     history_ : dict of per-step arrays: ``bound`` (eq. 7 on the batch / ‖W_b‖₁, at the moving
         p̄), ``kl`` (the balance term before β).
     batch_size_ : the B used; n_iter_ : steps run; device_ : the device used.
+
+    A seeded fit (``random_state`` an int) saves its progress every two minutes beside the
+    pretrained-network cache (:class:`clusterbench.methods.deep.cache.FitProgress`): a fit that is
+    stopped (a session's end, a killed job) resumes at its last saved step when run again, bit for
+    bit on the CPU at the same thread count, and the file is removed when the fit ends.
     """
 
     # Added after records were made: their default is what the estimator did before.
@@ -375,7 +381,23 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         generator = torch.Generator(device=device).manual_seed(seed % 2**63)
         p_mean = torch.full((k,), 1.0 / k, device=device)
         history = torch.zeros(self.steps, 2, device=device)
-        bar = progress_bar(range(self.steps), desc=type(self).__name__, unit="step", leave=False)
+        progress = FitProgress(self._progress_key(X, y, seed) if self.random_state is not None else None)
+        start = 0
+        saved = progress.load()
+        if saved is not None:
+            self.network_.load_state_dict(saved["network"])
+            optimizer.load_state_dict(saved["optimizer"])
+            generator.set_state(saved["generator"])
+            start, p_mean = int(saved["step"]), saved["p_mean"].to(device)
+            history[:start] = saved["history"].to(device)
+        bar = progress_bar(
+            range(start, self.steps),
+            desc=type(self).__name__,
+            unit="step",
+            leave=False,
+            initial=start,
+            total=self.steps,
+        )
         for step in bar:
             chosen = torch.randperm(n, generator=generator, device=device)[: 2 * B]
             left, right = chosen[:B], chosen[B:]
@@ -400,13 +422,31 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
                 bar.set_postfix(
                     loss=f"{float(history[step, 0] + self.beta * history[step, 1]):.4g}", refresh=False
                 )
+            if progress.due():
+                progress.save(
+                    {
+                        "network": self.network_.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "generator": generator.get_state(),
+                        "p_mean": p_mean,
+                        "step": step + 1,
+                        "history": history[: step + 1],
+                    }
+                )
         bar.close()
+        progress.discard()
         self.n_iter_ = self.steps
         self.cluster_mass_ = p_mean.cpu().double().numpy()
         values = history.cpu().double().numpy()
         self.history_ = {"bound": values[:, 0], "kl": values[:, 1]}
         self.labels_ = self._labels(data)
         self.ratio_cut_ = full_ratio_cut(self.labels_)
+
+    def _progress_key(self, X: np.ndarray, y, seed: int) -> dict:
+        """What determines a seeded fit's steps (threads and the device's name left out, its type
+        kept): the hyperparameters, the data (and the labels, for the label similarity), the seed."""
+        labels = array_digest(np.asarray(y)) if self.similarity == "labels" else None
+        return progress_key(self, self.device_, seed, data=array_digest(X), labels=labels)
 
     def _similarity(self, X: np.ndarray, y, data: torch.Tensor):
         """(W_b of a batch from its left and right indices, the ratio cut of a labelling on the full

@@ -27,7 +27,6 @@ import contextlib
 import copy
 import dataclasses
 import math
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,13 +38,7 @@ from torch import nn
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods.ac_pic import ACPIC
 from clusterbench.methods.deep.base import DeepClusterer, squared_distances
-from clusterbench.methods.deep.cache import (
-    array_digest,
-    discard_progress,
-    load_progress,
-    pretrained_state,
-    save_progress,
-)
+from clusterbench.methods.deep.cache import FitProgress, array_digest, pretrained_state, progress_key
 from clusterbench.methods.deep.networks import DEPICTAutoencoder
 from clusterbench.progress import progress_bar
 from clusterbench.validation import (
@@ -64,12 +57,6 @@ from clusterbench.validation import (
 
 INITS = ("ac_pic", "kmeans")
 VALIDATION_FRACTION = 0.1  # the code's 90/10 split
-# Pretraining (up to 4000 epochs: hours on a CPU) and the clustering phases (up to 500 + 500
-# epochs) save their progress this often, so that an interrupted fit resumes where it stopped,
-# bit for bit on the CPU at the same thread count (cache.save_progress). A save
-# (weights, Adam's state, the best weights: 3-12 MB) takes well under a second, so a killed job
-# loses at most two minutes; at 10 minutes each interruption cost 5 minutes of an epoch-bound run.
-CHECKPOINT_SECONDS = 120.0
 
 
 def mutual_information(p: torch.Tensor) -> float:
@@ -209,7 +196,7 @@ class DEPICTClusterer(DeepClusterer):
         built = []
 
         seeded = self._cached()
-        progress = _Progress(key if seeded else None)
+        progress = FitProgress(key if seeded else None)
 
         def build() -> dict[str, torch.Tensor]:
             with self._seeded_dropout(pretrain_seed):
@@ -226,10 +213,10 @@ class DEPICTClusterer(DeepClusterer):
         network.load_state_dict(state)
         return loss, not built
 
-    def _pretrain(self, network, data, epochs: int, seed: int, progress: _Progress) -> tuple[float, int]:
+    def _pretrain(self, network, data, epochs: int, seed: int, progress: FitProgress) -> tuple[float, int]:
         """Denoising pretraining with early stopping on the validation loss (clean path); returns
         (best validation loss, epochs run). A keyed ``progress`` is saved every
-        ``CHECKPOINT_SECONDS`` and an earlier interrupted run of the same key is resumed."""
+        ``cache.CHECKPOINT_SECONDS`` and an earlier interrupted run of the same key is resumed."""
         generator = torch.Generator(device=self.device_).manual_seed(seed)
         train, val = self._split(len(data), seed)
         monitored = val if len(val) else train
@@ -339,7 +326,7 @@ class DEPICTClusterer(DeepClusterer):
             optimizer = torch.optim.Adam([*network.parameters(), *head.parameters()], lr=self.lr)
             modules = {"network": network, "head": head, "optimizer": optimizer}
             # Only a fit seeded itself: a drawn seed (pretrain_seed alone) keys a file no later fit asks for.
-            progress = _Progress(self._progress_key(data, seed) if self.random_state is not None else None)
+            progress = FitProgress(self._progress_key(data, seed) if self.random_state is not None else None)
 
             def save() -> None:  # after an epoch
                 if progress.due():
@@ -368,18 +355,13 @@ class DEPICTClusterer(DeepClusterer):
     def _progress_key(self, data: torch.Tensor, seed: int) -> dict:
         """What determines a seeded fit's clustering phases (threads, like the pretraining's key,
         left out): the method, its hyperparameters, the data, the seed and the device type."""
-        params = {
-            name: value for name, value in self.get_params().items() if name not in ("n_threads", "device")
-        }
-        return {
-            "format": 1,
-            "clustering": type(self).__name__,
-            "params": params,
-            "data": array_digest(data.cpu().numpy()),
-            "initial_labels": array_digest(self.init_labels_),  # pins the pretrained network's start
-            "seed": seed,
-            "device": torch.device(self.device_).type,
-        }
+        return progress_key(
+            self,
+            self.device_,
+            seed,
+            data=array_digest(data.cpu().numpy()),
+            initial_labels=array_digest(self.init_labels_),  # pins the pretrained network's start
+        )
 
     def _checkpoint(self, run: _Run, modules: dict, generator: torch.Generator) -> dict:
         """A checkpoint after an epoch: the modules' states, the random streams, the phases'
@@ -440,7 +422,7 @@ class DEPICTClusterer(DeepClusterer):
         The untrained network is the first candidate, as in the code: when no epoch raises the
         validation NMI above the pretrained network's, phase 2 starts from the pretrained one.
         ``run`` holds the phase's bookkeeping (fresh, or restored from a checkpoint after an
-        epoch); ``save()`` keeps a checkpoint when ``CHECKPOINT_SECONDS`` have passed."""
+        epoch); ``save()`` keeps a checkpoint when ``cache.CHECKPOINT_SECONDS`` have passed."""
         train, val = self._split(len(data), seed)
         initial = self.init_labels_[val.cpu().numpy()]
 
@@ -494,29 +476,6 @@ class DEPICTClusterer(DeepClusterer):
                 run.converged = float((run.targets - previous).square().mean()) < self.tol
                 bar.update()
                 save()
-
-
-class _Progress:
-    """A seeded fit's checkpoint file (pretraining or clustering; none when ``key`` is None):
-    loaded once, saved after an epoch when ``due`` (``CHECKPOINT_SECONDS`` since the last save),
-    removed when the fit is done."""
-
-    def __init__(self, key: dict | None):
-        self.key, self.last = key, time.monotonic()
-
-    def load(self) -> dict | None:
-        return None if self.key is None else load_progress(self.key)
-
-    def due(self) -> bool:
-        return self.key is not None and time.monotonic() - self.last >= CHECKPOINT_SECONDS
-
-    def save(self, content: dict) -> None:
-        save_progress(self.key, content)
-        self.last = time.monotonic()
-
-    def discard(self) -> None:
-        if self.key is not None:
-            discard_progress(self.key)
 
 
 @dataclasses.dataclass
