@@ -197,7 +197,8 @@ def fit_and_score(
                 # A method that learns from the labels (PRCut's label similarity, a supervised
                 # baseline) says so through scikit-learn's tags, and gets them.
                 estimator.fit(data.X, data.y) if needs_labels(estimator) else estimator.fit(data.X)
-            seconds = time.perf_counter() - start
+            # A fit of hours resumed from its checkpoint ran partly before (its earlier runs).
+            seconds = time.perf_counter() - start + float(getattr(estimator, "earlier_seconds_", 0.0))
             labels = fitted_labels(estimator, method.name, data.X)
             trace = fitted_trace(estimator, method.get("trace"))
             scores = score(metrics, data, labels, seed, estimator)

@@ -101,3 +101,33 @@ def test_supervised_mlp_on_cuda_learns_the_labels(blobs):
     model = methods.SupervisedMLP(epochs=20, random_state=0, device="cuda").fit(X, y)
     assert str(model.device_).startswith("cuda")
     assert adjusted_rand_score(y, model.labels_) > 0.95
+
+
+def test_an_interrupted_prcut_fit_on_cuda_resumes_to_the_same_fit(blobs, monkeypatch, tmp_path):
+    """The checkpoint holds the CUDA generator's state (a CPU byte tensor) and the network's
+    weights, restored onto the GPU: a fit stopped after its 100th step and run again ends where a
+    fit never stopped ends, on the same device."""
+    from clusterbench.methods.deep import cache
+
+    X, _ = blobs
+    params = {"n_clusters": 4, "random_state": 0, "device": "cuda", **CASES["PRCut"]}
+    whole = methods.PRCut(**params).fit(X)
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
+    original_save = cache.save_progress
+
+    class Interrupted(Exception):
+        pass
+
+    def save_then_stop(key, progress, folder=None):
+        original_save(key, progress, folder)
+        if progress["step"] == 100:
+            raise Interrupted
+
+    monkeypatch.setattr(cache, "save_progress", save_then_stop)
+    with pytest.raises(Interrupted):
+        methods.PRCut(**params).fit(X)
+    monkeypatch.setattr(cache, "save_progress", original_save)
+    resumed = methods.PRCut(**params).fit(X)
+    np.testing.assert_array_equal(resumed.labels_, whole.labels_)
+    np.testing.assert_allclose(resumed.history_["bound"], whole.history_["bound"], rtol=1e-5, atol=1e-7)
+    assert not list((tmp_path / "cache").glob("*.partial"))

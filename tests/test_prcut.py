@@ -396,6 +396,24 @@ class Interrupted(Exception):
     pass
 
 
+def stop_after_saves(monkeypatch, saves: int):
+    """Checkpoints after every step (CHECKPOINT_SECONDS = 0), the fit stopped by ``Interrupted``
+    right after the ``saves``-th: returns (the steps saved, so far; the real writer)."""
+    from clusterbench.methods.deep import cache
+
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
+    saved, original_save = [], cache.save_progress
+
+    def save_then_stop(key, progress, folder=None):
+        original_save(key, progress, folder)
+        saved.append(progress["step"])
+        if len(saved) == saves:
+            raise Interrupted
+
+    monkeypatch.setattr(cache, "save_progress", save_then_stop)
+    return saved, original_save
+
+
 @pytest.mark.parametrize("similarity", ["knn", "labels"])
 def test_an_interrupted_fit_resumes_where_it_stopped(similarity, blobs, monkeypatch, tmp_path):
     """A seeded fit saves its progress (here after every step: CHECKPOINT_SECONDS = 0); one stopped
@@ -408,17 +426,8 @@ def test_an_interrupted_fit_resumes_where_it_stopped(similarity, blobs, monkeypa
     whole = PRCut(4, **params).fit(X, y)
     folder = tmp_path / "pretrained"
     assert not list(folder.glob("*.partial"))  # a fit of seconds never reached a save
-    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
-    saves, original_save = [], cache.save_progress
-
-    def save_then_stop(key, progress, folder=None):
-        original_save(key, progress, folder)
-        saves.append(progress["step"])
-        if len(saves) == 25:
-            raise Interrupted
-
-    monkeypatch.setattr(cache, "save_progress", save_then_stop)
     with pytest.raises(Interrupted):
+        saves, original_save = stop_after_saves(monkeypatch, 25)
         PRCut(4, **params).fit(X, y)
     assert saves == list(range(1, 26)) and len(list(folder.glob("*.partial"))) == 1
     monkeypatch.setattr(cache, "save_progress", original_save)
@@ -438,6 +447,71 @@ def test_an_interrupted_fit_resumes_where_it_stopped(similarity, blobs, monkeypa
     np.testing.assert_array_equal(resumed.cluster_mass_, whole.cluster_mass_)
     np.testing.assert_array_equal(resumed.predict_proba(X), whole.predict_proba(X))
     assert not list(folder.glob("*.partial"))  # finished: the progress is gone
+    assert whole.earlier_seconds_ == 0.0 < resumed.earlier_seconds_  # the stopped run's time, kept
+
+
+def test_a_resumed_fit_is_timed_with_its_earlier_runs(blobs):
+    """A record's fit_seconds is this run's time plus what the fit's earlier, interrupted runs
+    spent (``earlier_seconds_``): a resumed fit of hours is not recorded as minutes."""
+    from omegaconf import OmegaConf
+
+    from clusterbench.data import Dataset
+    from clusterbench.fitting import fit_and_score
+
+    class Resumed(PRCut):
+        def fit(self, X, y=None):
+            super().fit(X, y)
+            self.earlier_seconds_ = 1000.0  # as if a run before this one had trained 1000 s
+            return self
+
+    X, y = blobs
+    data = Dataset("blobs", X, y, 4)
+    method, metrics = OmegaConf.create({"name": "prcut"}), OmegaConf.create({})
+    fresh = fit_and_score(PRCut(4, **SMALL, random_state=0), method, metrics, data, 0, {})
+    resumed = fit_and_score(Resumed(4, **SMALL, random_state=0), method, metrics, data, 0, {})
+    assert fresh.status == resumed.status == "ok" and fresh.fit_seconds < 1000.0
+    assert 1000.0 < resumed.fit_seconds < 1000.0 + 10 * fresh.fit_seconds + 5.0
+
+
+@pytest.mark.parametrize("change", ["labels", "data", "steps"])
+def test_a_checkpoint_of_other_labels_data_or_steps_is_not_resumed(change, blobs, monkeypatch, tmp_path):
+    """The checkpoint's key holds the labels' digest (label similarity), the data's and every
+    hyperparameter: a fit that differs in one of them starts from step 0 (and leaves the other's
+    file alone)."""
+    from clusterbench.methods.deep import cache
+
+    X, y = blobs
+    params = {**SMALL, "similarity": "labels", "steps": 60, "random_state": 0}
+    with pytest.raises(Interrupted):
+        _, original_save = stop_after_saves(monkeypatch, 25)
+        PRCut(4, **params).fit(X, y)
+    monkeypatch.setattr(cache, "save_progress", original_save)
+    steps, original_loss = [], prcut_module.surrogate_loss
+    monkeypatch.setattr(
+        prcut_module, "surrogate_loss", lambda *args: steps.append(True) or original_loss(*args)
+    )
+    other = {
+        "labels": lambda: PRCut(4, **params).fit(X, (y + 1) % 4),
+        "data": lambda: PRCut(4, **params).fit(X + 1.0, y),
+        "steps": lambda: PRCut(4, **{**params, "steps": 61}).fit(X, y),
+    }
+    other[change]()
+    assert len(steps) == (61 if change == "steps" else 60)
+    assert len(list((tmp_path / "pretrained").glob("*.partial"))) == 1  # the stopped fit's, untouched
+
+
+def test_numpy_hyperparameters_key_a_checkpoint_as_the_numbers_they_hold(blobs, monkeypatch):
+    """A scikit-learn grid hands NumPy scalars: the fit runs, and saves under the same key as with
+    Python numbers, so either resumes the other."""
+    from clusterbench.methods.deep import cache
+
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
+    keys = []
+    monkeypatch.setattr(cache, "save_progress", lambda key, progress, folder=None: keys.append(key))
+    X = blobs[0]
+    PRCut(4, **{**SMALL, "steps": np.int64(3), "random_state": np.int64(0)}).fit(X)
+    PRCut(4, **{**SMALL, "steps": 3, "random_state": 0}).fit(X)
+    assert len(keys) == 6 and cache._canonical(keys[0]) == cache._canonical(keys[3])
 
 
 def test_a_fit_without_random_state_saves_no_progress(blobs, monkeypatch):

@@ -251,6 +251,7 @@ def test_an_interrupted_clustering_resumes_where_it_stopped(cls, stop_at, images
     np.testing.assert_array_equal(resumed.embedding_, whole.embedding_)
     assert resumed.mutual_information_ == whole.mutual_information_
     assert resumed.validation_nmi_ == whole.validation_nmi_
+    assert whole.earlier_seconds_ == 0.0 < resumed.earlier_seconds_  # the stopped run's time, kept
     assert (resumed.n_init_epochs_, resumed.n_iter_) == (whole.n_init_epochs_, whole.n_iter_)
     for fitted in ("prior_", "cluster_centers_", "classifier_weights_"):  # the subclasses' own
         if hasattr(whole, fitted):

@@ -243,6 +243,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
     history_ : dict of per-step arrays: ``bound`` (eq. 7 on the batch / ‖W_b‖₁, at the moving
         p̄), ``kl`` (the balance term before β).
     batch_size_ : the B used; n_iter_ : steps run; device_ : the device used.
+    earlier_seconds_ : seconds spent by earlier, interrupted runs of this fit (0 without any).
 
     A seeded fit (``random_state`` an int) saves its progress every two minutes beside the
     pretrained-network cache (:class:`clusterbench.methods.deep.cache.FitProgress`): a fit that is
@@ -435,6 +436,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
                 )
         bar.close()
         progress.discard()
+        self.earlier_seconds_ = progress.earlier_seconds
         self.n_iter_ = self.steps
         self.cluster_mass_ = p_mean.cpu().double().numpy()
         values = history.cpu().double().numpy()

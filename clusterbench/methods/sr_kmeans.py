@@ -208,6 +208,7 @@ class DEPICTClusterer(DeepClusterer):
 
         state = dict(pretrained_state(key, build) if seeded else build())
         progress.discard()  # the network is cached (or was not to be): its checkpoint is spent
+        self.earlier_seconds_ = progress.earlier_seconds  # the clustering's are added in fit
         self.pretrain_epochs_run_ = int(state.pop("__epochs__"))
         loss = float(state.pop("__loss__"))
         network.load_state_dict(state)
@@ -338,6 +339,7 @@ class DEPICTClusterer(DeepClusterer):
                     self._hard_phase(network, head, data, q, seed, optimizer, generator, run, save)
                 self._soft_phase(network, head, data, optimizer, generator, run, save)
             progress.discard()
+            self.earlier_seconds_ += progress.earlier_seconds
             self.loss_history_ = np.asarray(run.losses)
             self.validation_nmi_, self.n_init_epochs_ = run.validation_nmi, run.epoch
             self.n_iter_, self.converged_ = run.n_iter, run.converged

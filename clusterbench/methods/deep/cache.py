@@ -40,6 +40,7 @@ ENVIRONMENT_VARIABLE = "CLUSTERBENCH_CACHE"
 # MB) takes well under a second, so a killed job loses at most two minutes; at 10 minutes each
 # interruption cost 5 minutes of an epoch-bound run.
 CHECKPOINT_SECONDS = 120.0
+ELAPSED = "__elapsed_seconds__"  # a checkpoint's entry: the fit's seconds so far, over its runs
 MAGIC = b"CBPRE001"  # the format's name and version: a later format change gives another magic
 DIGEST_BYTES = 32  # sha256
 
@@ -170,7 +171,7 @@ def load_progress(key: dict, folder: str | Path | None = None) -> dict | None:
     try:
         return _decode(path.read_bytes(), _canonical(key))
     except ValueError as exc:
-        warnings.warn(f"pretraining checkpoint {path} is unusable ({exc}); starting afresh", stacklevel=2)
+        warnings.warn(f"checkpoint {path} is unusable ({exc}); starting afresh", stacklevel=2)
         return None
 
 
@@ -179,13 +180,21 @@ def discard_progress(key: dict, folder: str | Path | None = None) -> None:
     checkpoint_path(key, folder).unlink(missing_ok=True)
 
 
-def progress_key(estimator, device: str, seed: int, **inputs) -> dict:
+def progress_key(estimator, device: str, seed: int, **inputs) -> dict | None:
     """What determines a seeded fit's progress: the method, its hyperparameters (threads and the
     device's name left out: they do not change the numbers' meaning), the seed, the device's type
-    and ``inputs`` (digests of the data and whatever else pins the fit's start)."""
+    and ``inputs`` (digests of the data and whatever else pins the fit's start). NumPy scalars (a
+    scikit-learn grid's values) count as the Python numbers they hold; None, so no checkpoint,
+    when a hyperparameter is no JSON value (an object): the fit then runs without one."""
     params = {
-        name: value for name, value in estimator.get_params().items() if name not in ("n_threads", "device")
+        name: value.item() if isinstance(value, np.generic) else value
+        for name, value in estimator.get_params().items()
+        if name not in ("n_threads", "device")
     }
+    try:
+        json.dumps(params, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
     return {
         "format": 1,
         "clustering": type(estimator).__name__,
@@ -199,20 +208,26 @@ def progress_key(estimator, device: str, seed: int, **inputs) -> dict:
 class FitProgress:
     """A seeded fit's checkpoint file (none when ``key`` is None: a drawn seed would key a file no
     later fit asks for): loaded once, saved when ``due`` (``CHECKPOINT_SECONDS`` since the last
-    save), removed when the fit is done."""
+    save), removed when the fit is done. Each save also keeps the seconds the fit has run so far,
+    over all its interrupted runs: after ``load``, ``earlier_seconds`` is what the runs before this
+    one spent (until their last save), which a record adds to this run's time."""
 
     def __init__(self, key: dict | None):
         self.key, self.last = key, time.monotonic()
+        self.started, self.earlier_seconds = self.last, 0.0
 
     def load(self) -> dict | None:
-        return None if self.key is None else load_progress(self.key)
+        content = None if self.key is None else load_progress(self.key)
+        if content is not None:
+            self.earlier_seconds = float(content.pop(ELAPSED, 0.0))
+        return content
 
     def due(self) -> bool:
         return self.key is not None and time.monotonic() - self.last >= CHECKPOINT_SECONDS
 
     def save(self, content: dict) -> None:
-        save_progress(self.key, content)
         self.last = time.monotonic()
+        save_progress(self.key, {**content, ELAPSED: self.earlier_seconds + self.last - self.started})
 
     def discard(self) -> None:
         if self.key is not None:
