@@ -150,15 +150,40 @@ def test_best_mean_gives_a_tie_to_the_smaller_value_not_the_earlier_text():
         assert chosen["selected"] == "update_interval=3", kind
 
 
+SEEDS_OF_ONE_SETTING = frame(
+    *(
+        run("zoo", "kmeans", seed, {"init": "k-means++"}, {"sc": sc})
+        for seed, sc in enumerate([0.30, 0.40, 0.36, 0.20])
+    )
+)
+
+
 def test_mean_std_and_mean_best():
-    runs = wide_runs(GRID)
-    summary = select(runs, OmegaConf.create({"kind": "mean_std"}), "sc")
+    summary = select(wide_runs(SEEDS_OF_ONE_SETTING), OmegaConf.create({"kind": "mean_std"}), "sc")
     assert summary["ours"] == pytest.approx(0.315)
     assert summary["ours_std"] == pytest.approx(pd.Series([0.30, 0.40, 0.36, 0.20]).std(ddof=0))
+    runs = wide_runs(GRID)
     both = select(runs, OmegaConf.create({"kind": "mean_best", "by": "sc"}), "nmi")
     assert both["ours"] == pytest.approx(0.55)
     assert both["ours_best"] == 0.5
 
+
+def test_mean_std_does_not_average_runs_of_other_settings():
+    """A run of another setting in the column's folder (a curve's point, an override) is not
+    averaged in: the cell names the hyperparameters that differ. The place of a fit (device,
+    threads) and its seed are not a setting."""
+    extra = run("zoo", "kmeans", 0, {"init": "k-means++", "max_iter": 5}, {"sc": 0.9})
+    mixed = select(wide_runs(frame(*[SEEDS_OF_ONE_SETTING.to_dict("records")], extra)), MEAN_STD, "sc")
+    assert mixed == {"status": "mixed max_iter: give the column params, or move the other runs"}
+    assert "ours" not in select(wide_runs(GRID), MEAN_STD, "sc")
+    placed = [
+        run("zoo", "kmeans", seed, {"init": "k-means++", "device": device, "n_threads": threads}, {"sc": sc})
+        for seed, device, threads, sc in [(0, "cuda", 2, 0.2), (1, "cpu", 1, 0.4)]
+    ]
+    assert select(wide_runs(frame(*placed)), MEAN_STD, "sc")["ours"] == pytest.approx(0.3)
+
+
+MEAN_STD = OmegaConf.create({"kind": "mean_std"})
 
 # Seven single restarts: (inertia, ARI); the protocol keeps the least inertia of 3 of them.
 INERTIA_ARI = [(5.0, 0.2), (1.0, 1.0), (3.0, 0.6), (2.0, 0.9), (7.0, 0.1), (4.0, 0.4), (6.0, 0.3)]
@@ -705,9 +730,9 @@ def test_ratio_to_divides_by_the_reference_column_and_unavailable_rows_say_so():
 
 
 def test_seeds_restricts_a_table_to_those_runs():
-    table = spec(protocol={"kind": "mean_std"}, seeds=[1])
-    cells = compute_cells(table, wide_runs(GRID)).set_index(["dataset", "column"])
-    assert cells.loc[("zoo", "kmeans"), "ours"] == pytest.approx(0.28)  # seed 1's runs: 0.36 and 0.20
+    table = spec(protocol={"kind": "mean_std"}, seeds=[1, 3])
+    cells = compute_cells(table, wide_runs(SEEDS_OF_ONE_SETTING)).set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "kmeans"), "ours"] == pytest.approx(0.3)  # seeds 1 and 3: 0.40 and 0.20
 
 
 def test_a_table_that_extends_another_changes_only_its_own_keys():

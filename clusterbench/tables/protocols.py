@@ -7,7 +7,9 @@ Protocols (``protocol.kind``), applied per (dataset, column) over that cell's ru
 * ``best_mean``: runs grouped by hyperparameters (seed excluded); the group with the best mean
   ``by`` is kept and its ``metric`` reported as mean ± std over seeds.
 * ``mean_std``: mean ± std of ``metric`` over all runs (std: the population std, ddof = 0, here
-  and in ``best_mean``; a cell of one run shows its value alone).
+  and in ``best_mean``; a cell of one run shows its value alone). Runs whose hyperparameters
+  differ (other than the seed and where they ran) are not averaged: the cell's status names
+  them (``mixed steps: …``), since a column's ``params`` or a folder of its own keeps them apart.
 * ``mean_best``: mean of ``metric`` over all runs, and its value at the best run by ``by``
   (the k-means-C′ paper's Table S1); the paper's values are then ``[mean, best]`` pairs.
 * ``best_of``: the runs are single restarts (one per seed) of a protocol that keeps the best of
@@ -52,7 +54,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from clusterbench.errors import UserError
-from clusterbench.runs import params_without
+from clusterbench.runs import PLACE, params_without
 from clusterbench.validation import is_int
 
 
@@ -91,8 +93,20 @@ def _best_mean(cell: CellRuns) -> dict:
 
 
 def _mean_std(cell: CellRuns) -> dict:
+    # The mean is over seeds of one setting: runs of another (a curve's point, an override, run
+    # into the table's folder) would be averaged in silently; the cell says so instead.
+    differing = _differing_hyperparameters(cell.runs["params"])
+    if differing:
+        return {"status": f"mixed {', '.join(differing)}: give the column params, or move the other runs"}
     values = cell.runs[cell.metric]
     return {"ours": values.mean(), "ours_std": _spread(values)}
+
+
+def _differing_hyperparameters(params: pd.Series) -> list[str]:
+    """The hyperparameters (seed and place aside) whose values differ among ``params`` (JSON)."""
+    settings = [json.loads(params_without(p, "random_state", *PLACE)) for p in params.unique()]
+    names = sorted({name for setting in settings for name in setting})
+    return [name for name in names if len({json.dumps(s.get(name)) for s in settings}) > 1]
 
 
 def _mean_best(cell: CellRuns) -> dict:
