@@ -95,18 +95,11 @@ def _best_mean(cell: CellRuns) -> dict:
 def _mean_std(cell: CellRuns) -> dict:
     # The mean is over seeds of one setting: runs of another (a curve's point, an override, run
     # into the table's folder) would be averaged in silently; the cell says so instead.
-    differing = _differing_hyperparameters(cell.runs["params"])
+    differing = _varying(cell.runs["params"], *PLACE)
     if differing:
         return {"status": f"mixed {', '.join(differing)}: give the column params, or move the other runs"}
     values = cell.runs[cell.metric]
     return {"ours": values.mean(), "ours_std": _spread(values)}
-
-
-def _differing_hyperparameters(params: pd.Series) -> list[str]:
-    """The hyperparameters (seed and place aside) whose values differ among ``params`` (JSON)."""
-    settings = [json.loads(params_without(p, "random_state", *PLACE)) for p in params.unique()]
-    names = sorted({name for setting in settings for name in setting})
-    return [name for name in names if len({json.dumps(s.get(name)) for s in settings}) > 1]
 
 
 def _mean_best(cell: CellRuns) -> dict:
@@ -201,11 +194,18 @@ def best_of_weights(n_runs: int, restarts: int) -> np.ndarray:
 
 
 def _grid_point(params: str, cell_params: pd.Series) -> str:
-    """The hyperparameters that vary across a cell's runs (its grid), as ``k=v`` text."""
+    """The hyperparameters that vary across a cell's runs (its grid), as ``k=v`` text, valued as
+    in ``params`` (one of the cell's runs)."""
     chosen = json.loads(params)
-    others = [json.loads(p) for p in cell_params.unique()]
-    varying = [k for k in chosen if k != "random_state" and any(o.get(k) != chosen[k] for o in others)]
-    return " ".join(f"{k}={chosen[k]}" for k in sorted(varying))
+    return " ".join(f"{k}={chosen[k]}" for k in _varying(cell_params) if k in chosen)
+
+
+def _varying(cell_params: pd.Series, *ignored: str) -> list[str]:
+    """The hyperparameters, sorted, whose values differ among a cell's runs (``params`` JSON; a
+    name one run lacks differs), the seed (``random_state``) and ``ignored`` aside."""
+    settings = [json.loads(p) for p in cell_params.unique()]
+    names = sorted({name for setting in settings for name in setting} - {"random_state", *ignored})
+    return [name for name in names if any(s.get(name) != settings[0].get(name) for s in settings)]
 
 
 def _clusters(run: pd.Series) -> dict:
