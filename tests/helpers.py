@@ -173,3 +173,25 @@ def spec_changed(monkeypatch, name: str, change: dict) -> None:
             OmegaConf.merge(committed, change) if group == "table" else original(group, option)
         ),
     )
+
+
+class Interrupted(Exception):
+    """Raised by a test's stand-in checkpoint writer: a fit stopped halfway (a killed job)."""
+
+
+def stop_after_saves(monkeypatch, saves: int):
+    """Checkpoints after every step (CHECKPOINT_SECONDS = 0), the fit stopped by ``Interrupted``
+    right after the ``saves``-th: returns (the steps saved, so far; the real writer)."""
+    from clusterbench.methods.deep import cache
+
+    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
+    saved, original_save = [], cache.save_progress
+
+    def save_then_stop(key, progress, folder=None):
+        original_save(key, progress, folder)
+        saved.append(progress["step"])
+        if len(saved) == saves:
+            raise Interrupted
+
+    monkeypatch.setattr(cache, "save_progress", save_then_stop)
+    return saved, original_save

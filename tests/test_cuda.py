@@ -14,6 +14,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from clusterbench import methods
+from tests.helpers import Interrupted, stop_after_saves
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 
@@ -112,20 +113,10 @@ def test_an_interrupted_prcut_fit_on_cuda_resumes_to_the_same_fit(blobs, monkeyp
     X, _ = blobs
     params = {"n_clusters": 4, "random_state": 0, "device": "cuda", **CASES["PRCut"]}
     whole = methods.PRCut(**params).fit(X)
-    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
-    original_save = cache.save_progress
-
-    class Interrupted(Exception):
-        pass
-
-    def save_then_stop(key, progress, folder=None):
-        original_save(key, progress, folder)
-        if progress["step"] == 100:
-            raise Interrupted
-
-    monkeypatch.setattr(cache, "save_progress", save_then_stop)
     with pytest.raises(Interrupted):
+        saves, original_save = stop_after_saves(monkeypatch, 100)
         methods.PRCut(**params).fit(X)
+    assert saves[-1] == 100
     monkeypatch.setattr(cache, "save_progress", original_save)
     resumed = methods.PRCut(**params).fit(X)
     np.testing.assert_array_equal(resumed.labels_, whole.labels_)

@@ -32,7 +32,7 @@ from clusterbench.methods.prcut import (
 )
 from clusterbench.results import read_record
 from clusterbench.runner import method_grid
-from tests.helpers import compose_config, record_files, run_cli
+from tests.helpers import Interrupted, compose_config, record_files, run_cli, stop_after_saves
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -390,28 +390,6 @@ def test_the_paper_profile_trains_table5_settings_four_times_the_codes_steps_and
         == 25000
     )
     assert steps("experiment=prcut_table2", "method=prcut", profile="smoke") == 2000
-
-
-class Interrupted(Exception):
-    pass
-
-
-def stop_after_saves(monkeypatch, saves: int):
-    """Checkpoints after every step (CHECKPOINT_SECONDS = 0), the fit stopped by ``Interrupted``
-    right after the ``saves``-th: returns (the steps saved, so far; the real writer)."""
-    from clusterbench.methods.deep import cache
-
-    monkeypatch.setattr(cache, "CHECKPOINT_SECONDS", 0.0)
-    saved, original_save = [], cache.save_progress
-
-    def save_then_stop(key, progress, folder=None):
-        original_save(key, progress, folder)
-        saved.append(progress["step"])
-        if len(saved) == saves:
-            raise Interrupted
-
-    monkeypatch.setattr(cache, "save_progress", save_then_stop)
-    return saved, original_save
 
 
 @pytest.mark.parametrize("similarity", ["knn", "labels"])

@@ -25,6 +25,7 @@ from clusterbench.methods.sr_kmeans import (
     soft_kmeans_loss,
     soft_kmeans_update,
 )
+from tests.helpers import Interrupted
 
 TINY = dict(pretrain_epochs=3, init_epochs=2, epochs=3, init="kmeans", n_init=2, batch_size=20, device="cpu")
 METHODS = (SRKMeans, MIADM, MID)
@@ -163,10 +164,6 @@ def test_phase_two_starts_from_the_pretrained_network_when_no_epoch_beats_it(ima
     assert model.validation_nmi_ == [0.9, 0.5, 0.4, 0.3] and model.n_init_epochs_ == 3
     for name, tensor in starts["hard"].items():
         assert torch.equal(starts["soft"][name], tensor), name
-
-
-class Interrupted(Exception):
-    pass
 
 
 def test_an_interrupted_pretraining_resumes_where_it_stopped(images, monkeypatch, tmp_path):
