@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from scipy import integrate
+from scipy import integrate, sparse
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -32,7 +32,7 @@ from clusterbench.methods.prcut import (
 )
 from clusterbench.results import read_record
 from clusterbench.runner import method_grid
-from tests.helpers import Interrupted, compose_config, record_files, run_cli, stop_after_saves
+from tests.helpers import Interrupted, compose_config, load_script, record_files, run_cli, stop_after_saves
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -112,6 +112,27 @@ def test_a_wrong_n_in_eq_8_breaks_the_equality():
     (expected,) = torch.autograd.grad(batch_bound(W, P[:4], P[4:], P.mean(0)), P)
     G_left, _, _ = surrogate_gradients(W, P[:4].detach(), P[4:].detach(), P.mean(0).detach(), 4)
     assert not torch.allclose(G_left, expected[:4])
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_the_whole_graph_probe_descends_the_objective_itself(layout):
+    """scripts/prcut_balance.py: its gradient for the whole graph (eq. 8 with the exact p̄) is
+    autograd's of the estimator's Σ S_ℓ / p̄_ℓ / ‖W‖₁ + β KL, for a dense and a sparse W, and the
+    values it reports add up to that objective."""
+    probe = load_script("prcut_balance")
+    rng = torch.Generator().manual_seed(3)
+    N, k, beta = 9, 3, 5.0
+    W = torch.rand(N, N, generator=rng, dtype=torch.float64) * (torch.rand(N, N, generator=rng) < 0.5)
+    W = torch.maximum(W, W.T).fill_diagonal_(0.0)
+    logits = torch.randn(N, k, generator=rng, dtype=torch.float64, requires_grad=True)
+    value = probe.exact_loss(W, torch.softmax(logits, 1), beta)
+    (expected,) = torch.autograd.grad(value, logits)
+    graph = probe.SymmetricGraph(sparse.csr_matrix(W.numpy()) if layout == "sparse" else W.numpy())
+    loss, bound, balance = probe.whole_graph_loss(graph, torch.softmax(logits, 1), beta)
+    (got,) = torch.autograd.grad(loss, logits)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
+    assert bound + beta * balance == pytest.approx(float(value.detach()), rel=1e-12)
+    assert not torch.allclose(got, torch.zeros_like(got))
 
 
 # A 6-node weighted graph and three clusters' assignment probabilities.

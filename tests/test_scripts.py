@@ -38,6 +38,8 @@ def run_script(name: str, *words: str, data_folder=None) -> subprocess.Completed
     [
         ("sc_spaces", ["nosuch"], "sc_spaces.py: error: unknown dataset 'nosuch'; known dataset options: "),
         ("sc_spaces", ["kdd_protein"], "sc_spaces.py: error: not in the data cache"),
+        ("prcut_balance", ["nosuch"], "prcut_balance.py: error: unknown dataset 'nosuch'; known dataset"),
+        ("prcut_balance", ["mnist", "--beta", "-1"], "prcut_balance.py: error: --beta must be ≥ 0"),
         ("bench_clam", ["--sizes", "1000", "5"], "bench_clam.py: error: cannot draw a class-stratified"),
         pytest.param(
             "bench_clam",
