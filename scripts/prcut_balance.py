@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 from scipy import sparse
 from sklearn.cluster import KMeans
@@ -35,13 +34,15 @@ from clusterbench import graphs
 from clusterbench.catalog import check_in_cache, dataset_spec
 from clusterbench.data import load_dataset
 from clusterbench.errors import UserError
-from clusterbench.methods.prcut import balance_penalty, batch_bound
+from clusterbench.methods.prcut import balance_penalty
 from clusterbench.metrics import acc, nmi
+from clusterbench.results import read_labels
 from clusterbench.scripting import positive_int, run_script
 
 EXPERIMENT = "prcut_table2"
 RECORDS = Path(__file__).resolve().parent.parent / "results" / "runs" / "paper" / EXPERIMENT
-STARTS = ("prcut", "spectral_knn", "kmeans", "truth")
+RECORDED = ("prcut", "spectral_knn")  # methods whose committed partitions are starts
+STARTS = (*RECORDED, "kmeans", "truth")
 LOGIT_SCALE = 3.0  # a start's labels as logits: its own cluster e³ ≈ 20 times more likely than each other
 
 
@@ -78,21 +79,17 @@ def whole_graph_loss(
     return loss, float((S / p_mean).sum()) / graph.total, float(balance.detach())
 
 
-def exact_loss(W: torch.Tensor, P: torch.Tensor, beta: float) -> torch.Tensor:
-    """The objective itself from the estimator's functions, Σ S_ℓ / p̄_ℓ / ‖W‖₁ + β KL, W dense:
-    autograd's gradient of it is what :func:`whole_graph_loss` must give (tested)."""
-    return batch_bound(W, P, P, P.mean(0)) / W.sum() + beta * balance_penalty(P)
-
-
 def _starts(dataset: str, X: np.ndarray, y: np.ndarray, k: int, names: list[str]) -> dict[str, np.ndarray]:
-    """The labels to start from: each committed record of the experiment on ``dataset`` whose
-    method is named (tagged method and record id), ``kmeans`` (one scikit-learn run, seed 0),
-    ``truth``."""
+    """The labels to start from: the labels of each committed record of the experiment on
+    ``dataset`` of a named method (tagged method and record id; a failed run has none), ``kmeans``
+    (one scikit-learn run, seed 0), ``truth``."""
     starts = {}
-    for labels_file in sorted((RECORDS / dataset).glob("*/*.labels.npy")):
-        record = pd.read_csv(str(labels_file).removesuffix(".labels.npy") + ".csv").iloc[0]
-        if record["method"] in names:
-            starts[f"{record['method']} {labels_file.name[:8]}"] = np.load(labels_file).astype(np.int64)
+    for method in RECORDED:
+        if method in names:
+            for record in sorted((RECORDS / dataset / method).glob("*.csv")):
+                labels = read_labels(record)
+                if labels is not None:
+                    starts[f"{method} {record.stem[:8]}"] = labels.astype(np.int64)
     if "kmeans" in names:
         starts["kmeans"] = KMeans(k, n_init=1, random_state=0).fit(X).labels_.astype(np.int64)
     if "truth" in names:
