@@ -6,6 +6,7 @@ attributes, bad input, the configs, and scikit-learn's estimator checks."""
 from __future__ import annotations
 
 import itertools
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -339,6 +340,25 @@ def test_spectral_knn_separates_blobs_and_keeps_the_lowest_ratio_cut(blobs):
         SpectralKNN(4, n_neighbors=200).fit(X)
     with pytest.raises(HyperparameterError, match="n_clusters must be an integer ≥ 2"):
         SpectralKNN(1).fit(X)
+
+
+def test_spectral_knn_keeps_the_first_least_cut_of_the_runs_it_yields(blobs):
+    """iter_runs gives fit's runs, in order (scripts/sc_selection.py reads them); fit keeps the first
+    run of least cut, and equal cuts do not move it to a later run."""
+    X, _ = blobs
+    model = SpectralKNN(4, n_neighbors=10, n_init=6, random_state=3)
+    runs = list(model.iter_runs(X))
+    model.fit(X)
+    assert [cut for cut, _ in runs] == list(model.ratio_cuts_) and len(runs) == 6
+    first = int(np.argmin(model.ratio_cuts_))
+    np.testing.assert_array_equal(model.labels_, runs[first][1])
+    assert model.ratio_cut_ == runs[first][0]
+    # Runs of equal cut after a larger one: the first of them stays.
+    runs = [(2.0, np.full(len(X), 0)), (1.0, np.full(len(X), 1)), (1.0, np.full(len(X), 2))]
+    with patch.object(SpectralKNN, "iter_runs", lambda self, X: iter(runs)):
+        kept = SpectralKNN(4).fit(X)
+    assert (kept.labels_ == 1).all() and kept.ratio_cut_ == 1.0
+    np.testing.assert_array_equal(kept.ratio_cuts_, [2.0, 1.0, 1.0])
 
 
 def test_supervised_mlp_learns_the_labels_and_needs_them(blobs):

@@ -40,6 +40,7 @@ def run_script(name: str, *words: str, data_folder=None) -> subprocess.Completed
         ("sc_spaces", ["kdd_protein"], "sc_spaces.py: error: not in the data cache"),
         ("prcut_balance", ["nosuch"], "prcut_balance.py: error: unknown dataset 'nosuch'; known dataset"),
         ("prcut_balance", ["mnist", "--beta", "-1"], "prcut_balance.py: error: --beta must be ≥ 0"),
+        ("sc_selection", ["nosuch"], "sc_selection.py: error: unknown dataset 'nosuch'; known dataset"),
         ("bench_clam", ["--sizes", "1000", "5"], "bench_clam.py: error: cannot draw a class-stratified"),
         pytest.param(
             "bench_clam",
@@ -229,3 +230,24 @@ def test_make_tables_runs_a_job_per_core_at_smoke_and_one_at_a_time_at_paper():
     assert (f"hydra.launcher.n_jobs={cores}" in smoke) is (cores > 1)
     assert "hydra/launcher=joblib" not in make_tables("PROFILE=paper")
     assert "hydra.launcher.n_jobs=3" in make_tables("PROFILE=paper", "JOBS=3")
+
+
+def test_sc_selection_prints_the_run_spectral_knn_keeps_and_the_best_by_acc():
+    """The script's runs are the estimator's: its "kept" run is fit's (same seeds, same data
+    preparation), and "best ACC" is the run of highest ACC among them."""
+    from clusterbench.catalog import dataset_spec
+    from clusterbench.data import load_dataset
+    from clusterbench.methods import SpectralKNN
+    from clusterbench.metrics import acc
+
+    result = run_script("sc_selection", "digits", "--n-init", "4")
+    assert result.returncode == 0, result.stderr
+    lines = {line.split(" run ")[0].strip(): line for line in result.stdout.splitlines()[1:4]}
+    data = load_dataset(dataset_spec("digits", "prcut_table2"))
+    model = SpectralKNN(10, n_init=4, random_state=0)
+    runs = list(model.iter_runs(data.X))
+    model.fit(data.X)
+    assert f"RC {model.ratio_cut_:.1f}  ACC {acc(data.y, model.labels_):.3f}" in lines["kept (least RC)"]
+    best = max(acc(data.y, labels) for _, labels in runs)
+    assert f"ACC {best:.3f}" in lines["best ACC"]
+    assert result.stdout.startswith("digits, unnormalized Laplacian, 4 k-means runs\n")

@@ -129,6 +129,19 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
         )
 
     def fit(self, X, y=None):
+        cuts, best = [], None
+        for cut, labels in self.iter_runs(X):
+            cuts.append(cut)
+            if best is None or cut < best[0]:  # the first of equal cuts, as argmin
+                best = (cut, labels)
+        self.ratio_cuts_ = np.array(cuts)
+        self.ratio_cut_, self.labels_ = best
+        return self
+
+    def iter_runs(self, X):
+        """Embed ``X`` (sets ``eigenvalues_``, ``embedding_``), then yield (ratio cut, labels) of
+        each of the ``n_init`` k-means runs, in :meth:`fit`'s order and with its seeds: what
+        ``fit`` chooses from, for a look at runs it does not keep (``scripts/sc_selection.py``)."""
         self._validate_params()
         name = type(self).__name__
         X = graphs.check_points(X, name)
@@ -146,11 +159,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = vectors / np.where(norms > 0, norms, 1.0)
         self.eigenvalues_, self.embedding_ = values, vectors
-        runs, ratio_cut = [], graphs.RatioCut(W)
+        ratio_cut = graphs.RatioCut(W)
         for seed in random.randint(2**31, size=self.n_init):
             labels = KMeans(self.n_clusters, n_init=1, random_state=int(seed)).fit(vectors).labels_
-            runs.append((ratio_cut(labels), labels))
-        self.ratio_cuts_ = np.array([value for value, _ in runs])
-        best = int(np.argmin(self.ratio_cuts_))
-        self.ratio_cut_, self.labels_ = runs[best]
-        return self
+            yield ratio_cut(labels), labels
