@@ -15,8 +15,12 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from clusterbench.catalog import dataset_spec
+from clusterbench.data import load_dataset
 from clusterbench.errors import UserError
 from clusterbench.figures import save_figure
+from clusterbench.methods import SpectralKNN
+from clusterbench.metrics import acc
 from clusterbench.results import UMASK
 from clusterbench.scripting import output_folder, positive_int
 from tests.helpers import REPO, cli_env, load_script, require_cached
@@ -235,11 +239,6 @@ def test_make_tables_runs_a_job_per_core_at_smoke_and_one_at_a_time_at_paper():
 def test_sc_selection_prints_the_run_spectral_knn_keeps_and_the_best_by_acc():
     """The script's runs are the estimator's: its "kept" run is fit's (same seeds, same data
     preparation), and "best ACC" is the run of highest ACC among them."""
-    from clusterbench.catalog import dataset_spec
-    from clusterbench.data import load_dataset
-    from clusterbench.methods import SpectralKNN
-    from clusterbench.metrics import acc
-
     result = run_script("sc_selection", "digits", "--n-init", "4")
     assert result.returncode == 0, result.stderr
     lines = {line.split(" run ")[0].strip(): line for line in result.stdout.splitlines()[1:4]}
