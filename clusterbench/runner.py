@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 from sklearn.model_selection import ParameterGrid
 
-from clusterbench.catalog import check_source, locate
+from clusterbench.catalog import CONF_DIR, check_source, locate
 from clusterbench.checks import (
     check_method_keys,
     check_metric_suite,
@@ -174,6 +175,24 @@ def job_settings(cfg: DictConfig, choices) -> str:
             cfg[group].setdefault("name", choices[group])
         cfg.method.setdefault("variant", "default")
     return experiment if experiment not in (None, "null") else "adhoc"
+
+
+def compose_job(results_dir: Path, profile: str, experiment: str, dataset: str, method: str) -> DictConfig:
+    """The job config ``clusterbench run`` composes for one (profile, experiment, dataset, method),
+    outside the app (the seed is the config's default), completed by :func:`job_settings`;
+    ``experiment`` ``adhoc`` for none. Hand it to :func:`prepare_job` for the job itself."""
+    choices = {
+        "experiment": None if experiment == "adhoc" else experiment,
+        "dataset": dataset,
+        "method": method,
+    }
+    overrides = [f"results_dir={results_dir}", f"profile={profile}", f"dataset={dataset}", f"method={method}"]
+    if choices["experiment"]:
+        overrides.append(f"experiment={experiment}")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    job_settings(cfg, choices)
+    return cfg
 
 
 @dataclass

@@ -18,15 +18,13 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 
-from clusterbench.catalog import CONF_DIR
 from clusterbench.data import load_dataset
 from clusterbench.errors import UserError, first_line
 from clusterbench.migrations import adopt_typed_record, complete_record
 from clusterbench.results import config_hash, typed_hash
-from clusterbench.runner import job_settings, prepare_job
+from clusterbench.runner import compose_job, prepare_job
 
 
 def outdated_records(results_dir: Path) -> list[tuple[Path, dict]]:
@@ -60,7 +58,7 @@ def upgrade_records(results_dir: Path) -> list[str]:
     lines = []
     for (profile, experiment, dataset, method), records in groups.items():
         try:
-            cfg = _composed(results_dir, profile, experiment, dataset, method)
+            cfg = compose_job(results_dir, profile, experiment, dataset, method)
         except Exception as exc:  # no such config today: every record of the group is left
             why = f"its configuration does not compose from conf/ ({first_line(exc)})"
             lines += [_left(path, results_dir, why) for path, _ in records]
@@ -75,21 +73,6 @@ def upgrade_records(results_dir: Path) -> list[str]:
             except UserError as exc:
                 lines.append(_left(path, results_dir, first_line(exc)))
     return lines
-
-
-def _composed(results_dir: Path, profile: str, experiment: str, dataset: str, method: str):
-    choices = {
-        "experiment": None if experiment == "adhoc" else experiment,
-        "dataset": dataset,
-        "method": method,
-    }
-    overrides = [f"results_dir={results_dir}", f"profile={profile}", f"dataset={dataset}", f"method={method}"]
-    if choices["experiment"]:
-        overrides.append(f"experiment={experiment}")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
-    job_settings(cfg, choices)
-    return cfg
 
 
 def _upgrade(path: Path, row: dict, cfg, load, results_dir: Path) -> str:

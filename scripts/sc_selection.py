@@ -15,18 +15,18 @@ paper's SC cells lie among our runs under any selection.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
 
-from clusterbench.catalog import check_in_cache, dataset_spec, load_option
-from clusterbench.data import load_dataset
+from clusterbench.catalog import check_in_cache
 from clusterbench.methods.spectral_knn import LAPLACIANS
 from clusterbench.metrics import acc, nmi
-from clusterbench.runner import build_estimator
+from clusterbench.runner import compose_job, prepare_job
 from clusterbench.scripting import positive_int, run_script
 
 EXPERIMENT = "prcut_table2"
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 def score_runs(estimator, X, y) -> np.ndarray:
@@ -41,14 +41,12 @@ def main() -> None:
     parser.add_argument("--n-init", type=positive_int, help="k-means runs (default: the paper profile's)")
     args = parser.parse_args()
     check_in_cache([args.dataset])
-    data = load_dataset(dataset_spec(args.dataset, EXPERIMENT))
-    cfg = OmegaConf.create(
-        {"profile": load_option("profile", "paper"), "method": load_option("method", "spectral_knn")}
-    )
-    estimator = build_estimator(cfg.method, {"laplacian": args.laplacian}, data, seed=0, device="cpu")
+    # The job prcut_table2 runs (its data preparation, the method at the paper profile, seed 0).
+    job = prepare_job(compose_job(RESULTS, "paper", EXPERIMENT, args.dataset, "spectral_knn"), EXPERIMENT)
+    estimator = job.estimator({"laplacian": args.laplacian})
     if args.n_init is not None:
         estimator.set_params(n_init=args.n_init)
-    runs = score_runs(estimator, data.X, data.y)
+    runs = score_runs(estimator, job.data.X, job.data.y)
     print(f"{args.dataset}, {args.laplacian} Laplacian, {len(runs)} k-means runs")
     picks = {
         "kept (least RC)": int(runs[:, 0].argmin()),

@@ -10,7 +10,6 @@ import shutil
 import pytest
 
 from clusterbench import runner
-from clusterbench import upgrade as upgrade_module
 from clusterbench.catalog import CONF_DIR
 from clusterbench.cli import main
 from clusterbench.data.sources import DATA_ENV
@@ -120,7 +119,7 @@ def on_device_method(tmp_path, monkeypatch):
         "estimator:\n  _target_: tests.test_runner.OnDevice\n  max_iter: 300.0\n"
     )
     monkeypatch.setattr(helpers, "CONF_DIR", conf)
-    monkeypatch.setattr(upgrade_module, "CONF_DIR", conf)
+    monkeypatch.setattr(runner, "CONF_DIR", conf)  # where the upgrade composes (runner.compose_job)
     monkeypatch.setattr(OnDevice, "fits", 0)
     return "method=on_device"
 
