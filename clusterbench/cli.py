@@ -219,6 +219,7 @@ def command_data(words: list[str]) -> int:
 
 
 def command_records(words: list[str]) -> int:
+    from clusterbench.results import records_folder
     from clusterbench.upgrade import upgrade_records
 
     parser = argparse.ArgumentParser(prog="clusterbench records")
@@ -226,7 +227,7 @@ def command_records(words: list[str]) -> int:
     upgrade = sub.add_parser("upgrade", help="bring records of earlier code to today's names and columns")
     upgrade.add_argument("--results-dir", default="results", type=Path)
     args = parser.parse_args(words)
-    if not (args.results_dir / "runs").is_dir():
+    if not records_folder(args.results_dir).is_dir():
         raise UserError(
             f"no records under {args.results_dir}/runs; name the folder that holds them (--results-dir)"
         )

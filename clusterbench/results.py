@@ -175,10 +175,16 @@ def _by_value(node):
     return node
 
 
+def records_folder(results_dir: Path, *levels: str) -> Path:
+    """The folder of ``results_dir``'s records, narrowed by ``levels`` (profile, experiment,
+    dataset, method, outermost first): ``<results_dir>/runs/<profile>/<experiment>/...``."""
+    return Path(results_dir, "runs", *levels)
+
+
 def record_path(
     results_dir: Path, profile: str, experiment: str, dataset: str, method: str, key: str
 ) -> Path:
-    return Path(results_dir) / "runs" / profile / experiment / dataset / method / f"{key}.csv"
+    return records_folder(results_dir, profile, experiment, dataset, method) / f"{key}.csv"
 
 
 def labels_path(record: Path) -> Path:
@@ -329,7 +335,7 @@ def finished_record(path: Path, retry_failed: bool = False) -> pd.DataFrame | No
 
 def load_records(results_dir: Path, profile: str, experiments: Iterable[str] | None = None) -> pd.DataFrame:
     """All records of ``profile`` (optionally only these experiments) as one tidy frame."""
-    root = Path(results_dir) / "runs" / profile
+    root = records_folder(results_dir, profile)
     folders = [root / name for name in experiments] if experiments is not None else [root]
     return read_records(sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("*.csv")))
 
@@ -370,7 +376,7 @@ def record_differences(
     (so that reruns resume across commits): this is how a rerun checks that it still holds.
     """
     lines, compared, differing = [], 0, 0
-    for path in sorted((Path(fresh) / "runs").rglob("*.csv")):
+    for path in sorted(records_folder(fresh).rglob("*.csv")):
         relative = path.relative_to(fresh)
         committed_path = Path(committed) / relative
         if not committed_path.exists():
@@ -421,7 +427,7 @@ JOURNAL_ENV = "CLUSTERBENCH_JOURNAL"
 def journal_folder(results_dir: Path) -> Path:
     """A fresh folder for one run's journal, on the results' file system (which a cluster's nodes
     share)."""
-    return Path(results_dir).resolve() / "runs" / ".journal" / uuid.uuid4().hex
+    return records_folder(Path(results_dir).resolve(), ".journal", uuid.uuid4().hex)
 
 
 def note_outcomes(entries: Iterable[tuple[str, bool, Path | None]]) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import load_records
+from clusterbench.results import load_records, records_folder
 from clusterbench.runs import params_without, wide_runs
 
 # The metrics a summary shows unless told otherwise, in this order (those the records hold).
@@ -149,7 +149,7 @@ def load_summary(
     error when there are none, or when ``metrics`` names one no successful run holds."""
     records = load_records(results_dir, profile, experiments)
     if records.empty:
-        folder = Path(results_dir) / "runs" / profile
+        folder = records_folder(results_dir, profile)
         where = "" if Path(results_dir) == Path("results") else f" results_dir={results_dir}"
         others = _profiles_holding(Path(results_dir), experiments)
         if others:  # the likeliest slip: records of a run with profile=smoke, read as paper's
@@ -175,7 +175,7 @@ def load_summary(
 
 def _profiles_holding(results_dir: Path, experiments: list[str]) -> list[str]:
     """The profiles under ``results_dir`` with a record of one of ``experiments``."""
-    runs = results_dir / "runs"
+    runs = records_folder(results_dir)
     profiles = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
     return [
         profile.name

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf, open_dict
 from clusterbench.data import load_dataset
 from clusterbench.errors import UserError, first_line
 from clusterbench.migrations import adopt_typed_record, complete_record
-from clusterbench.results import config_hash, typed_hash
+from clusterbench.results import config_hash, records_folder, typed_hash
 from clusterbench.runner import compose_job, prepare_job
 
 
@@ -31,7 +31,7 @@ def outdated_records(results_dir: Path) -> list[tuple[Path, dict]]:
     """(path, first row) of every record under ``results_dir/runs`` lacking its fit hash or data
     digest: the only ones written before records were named by value, so the only ones to upgrade."""
     outdated = []
-    for path in sorted((Path(results_dir) / "runs").rglob("*.csv")):
+    for path in sorted(records_folder(results_dir).rglob("*.csv")):
         if path.name.startswith(".") or ".journal" in path.parts:  # a record being written, a run's notes
             continue
         with path.open(newline="") as handle:

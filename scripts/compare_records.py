@@ -21,7 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from clusterbench.results import record_differences
+from clusterbench.results import record_differences, records_folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tol", type=float, default=1e-9, help="largest absolute metric difference allowed")
     args = parser.parse_args(argv)
     for folder, what in ((args.fresh, "fresh"), (args.against, "--against")):
-        if not (folder / "runs").is_dir():
+        if not records_folder(folder).is_dir():
             parser.error(f"{what} '{folder}' holds no runs/ folder: name a results_dir")
     lines, compared, differing = record_differences(args.fresh, args.against, atol=args.tol)
     for line in lines:

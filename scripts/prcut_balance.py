@@ -36,11 +36,11 @@ from clusterbench.data import load_dataset
 from clusterbench.errors import UserError
 from clusterbench.methods.prcut import balance_penalty
 from clusterbench.metrics import acc, nmi
-from clusterbench.results import read_labels
+from clusterbench.results import read_labels, records_folder
 from clusterbench.scripting import positive_int, run_script
 
 EXPERIMENT = "prcut_table2"
-RECORDS = Path(__file__).resolve().parent.parent / "results" / "runs" / "paper" / EXPERIMENT
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 RECORDED = ("prcut", "spectral_knn")  # methods whose committed partitions are starts
 STARTS = (*RECORDED, "kmeans", "truth")
 LOGIT_SCALE = 3.0  # a start's labels as logits: its own cluster e³ ≈ 20 times more likely than each other
@@ -86,7 +86,7 @@ def _starts(dataset: str, X: np.ndarray, y: np.ndarray, k: int, names: list[str]
     starts = {}
     for method in RECORDED:
         if method in names:
-            for record in sorted((RECORDS / dataset / method).glob("*.csv")):
+            for record in sorted(records_folder(RESULTS, "paper", EXPERIMENT, dataset, method).glob("*.csv")):
                 labels = read_labels(record)
                 if labels is not None:
                     starts[f"{method} {record.stem[:8]}"] = labels.astype(np.int64)

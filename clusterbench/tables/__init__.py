@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import atomic_write_text, load_records
+from clusterbench.results import atomic_write_text, load_records, records_folder
 from clusterbench.runs import wide_runs
 from clusterbench.tables.cells import agreement_cell, compute_cells
 from clusterbench.tables.protocols import best_of_weights, select
@@ -106,7 +106,7 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
     if records.empty:
         if skip_empty:
             return None
-        folder = Path(results_dir) / "runs" / profile
+        folder = records_folder(results_dir, profile)
         raise UserError(
             f"table {name}: no records of {', '.join(spec.experiments)} under {folder}; "
             f"run them first (clusterbench run -m experiment={spec.experiments[0]} profile={profile}) "
