@@ -83,17 +83,18 @@ def _method_name(option: str) -> str:
     return _method_name(parents[0]) if parents else option
 
 
-def check_source(dataset: DictConfig) -> None:
+def check_source(dataset: DictConfig, option: str | None = None) -> None:
     """A dataset's ``source`` names a function that takes exactly the arguments it gives: an
     argument left over from another source (``loader`` after ``source._target_`` was replaced,
-    say) is a one-line error before any data loads, not a TypeError from inside the call."""
+    say) is a one-line error before any data loads, not a TypeError from inside the call.
+    ``option``: the dataset's file, which names it where the file gives no ``name``."""
     import inspect
 
     source = dataset.get("source")
     target = source.get("_target_") if isinstance(source, DictConfig) else None
     if not target:
         return  # the runner's required-keys check names it
-    name = dataset.get("name")
+    name = dataset.get("name") or option
     try:
         function = locate(target)
         signature = inspect.signature(function)

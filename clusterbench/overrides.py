@@ -45,6 +45,7 @@ OPEN_KEYS = (
     "hydra",
 )
 _METHOD_KEY = re.compile(r"^(?P<op>~|\+{0,2})method\.(?:estimator\.)?(?P<key>[^=.]+)(?P<rest>=.*)?$")
+_DATASET_KEY = re.compile(r"^\+{0,2}dataset\.(?P<key>[^=.]+)(?P<rest>=.*)$")
 
 
 def rewrite_overrides(words: list[str]) -> list[str]:
@@ -53,9 +54,16 @@ def rewrite_overrides(words: list[str]) -> list[str]:
     the spelling a Hydra user types sets the estimator's hyperparameter. A method's YAML lists only
     the hyperparameters it changes, so Hydra alone would refuse the others (``n_clusters``,
     ``tol``, …) as not in the config, or append them beside the estimator, where nothing reads
-    them; the runner names a hyperparameter the estimator does not have."""
+    them; the runner names a hyperparameter the estimator does not have.
+
+    Likewise ``dataset.K=V`` → ``++dataset.K=V`` for a key some dataset file holds (``subsample``,
+    ``impute``, …): a file that leaves an optional key out gets it, as one that holds it does."""
     rewritten = []
     for word in words:
+        dataset = _DATASET_KEY.match(word)
+        if dataset is not None and dataset["key"] != "source" and dataset["key"] in file_keys("dataset"):
+            rewritten.append(f"++dataset.{dataset['key']}{dataset['rest']}")
+            continue
         match = _METHOD_KEY.match(word)
         if match is None or match["key"] in METHOD_FILE_KEYS:
             rewritten.append(word)
@@ -106,6 +114,23 @@ def unread_key_hint(key: str, value: str, words: list[str]) -> str | None:
 
 
 OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+
+def check_global_package(experiment: str) -> None:
+    """An experiment file sets top-level keys (its sweep under ``hydra:``, ``grids``, …) only
+    under Hydra's ``# @package _global_`` header; without it Hydra nests the whole file under
+    ``experiment:``, where nothing reads it, and the run quietly does the defaults."""
+    path = CONF_DIR / "experiment" / f"{experiment}.yaml"
+    header = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+        header.append(line.strip())
+    if not any(re.fullmatch(r"#\s*@package\s+_global_", line) for line in header):
+        raise UserError(
+            f"{path.relative_to(CONF_DIR.parent)} lacks the header '# @package _global_' (its first line): "
+            "without it Hydra nests the file under experiment: and runs the defaults; add that line"
+        )
 
 
 def check_overrides(words: list[str]) -> Path | None:
@@ -173,6 +198,8 @@ def check_overrides(words: list[str]) -> Path | None:
                 if name == "null":  # Hydra raises a traceback for it
                     raise UserError(f"{group}=null selects nothing; leave {group} out or delete it: ~{group}")
                 check_option(group, name)
+                if group == "experiment":
+                    check_global_package(name)
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if sweeper_keys and len(experiments) != 1:
         # Without an experiment's sweep to reset, composing the config ends in a traceback.
@@ -192,7 +219,7 @@ def check_overrides(words: list[str]) -> Path | None:
             refused = exc
     if refused is not None:  # worded outside the block: the hint composes the plain config
         raise UserError(_composition_error(refused, words)) from None
-    check_source(cfg.dataset)
+    check_source(cfg.dataset, datasets[0] if given and datasets else None)
     if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
         from clusterbench.validation import resolve_device
 

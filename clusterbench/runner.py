@@ -102,7 +102,8 @@ def build_estimator(
         ) from None
     if not isinstance(estimator_class, type):
         raise UserError(f"method '{method.name}': {target} is not a class; name an estimator class")
-    accepted = set(inspect.signature(estimator_class.__init__).parameters) - {"self"}
+    parameters = inspect.signature(estimator_class.__init__).parameters
+    accepted = set(parameters) - {"self"}
     given = set(method.estimator) - {"_target_"} | set(params)
     unknown = sorted(given - accepted)
     if unknown:
@@ -115,6 +116,19 @@ def build_estimator(
     if "device" in accepted and "device" not in given:
         injected["device"] = resolve_device(device)
     extra = {k: v for k, v in injected.items() if k in accepted and k not in given}
+    required = [
+        name
+        for name, parameter in parameters.items()
+        if name != "self"
+        and parameter.default is inspect.Parameter.empty
+        and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+    ]
+    missing = [name for name in required if name not in given and name not in extra]
+    if missing:
+        raise UserError(
+            f"method '{method.name}': {target} has no default for {', '.join(map(repr, missing))}; "
+            f"give it under estimator: in the method's config file, or as method.{missing[0]}=VALUE"
+        )
     # _convert_: list hyperparameters (e.g. Khatri-Rao set sizes h) arrive as lists, not ListConfig
     return instantiate(method.estimator, **params, **extra, _convert_="all")
 

@@ -77,7 +77,7 @@ def check_hyperparameters(estimator, checks: Iterable[tuple[str, Constraint]]) -
             raise HyperparameterError(f"{type(estimator).__name__} {name} must be {allowed}, got {value!r}")
 
 
-# The last checks of every torch estimator's list (its seed, device and n_threads).
+# The last checks of every torch estimator's list (its seed, device and n_threads, those it takes).
 SEED_AND_DEVICE_CHECKS = (
     ("random_state", optional(NON_NEGATIVE_INT)),
     ("device", one_of(DEVICES)),
@@ -89,7 +89,8 @@ class TorchHyperparameters:
     """Mixin (before ``BaseEstimator``) of the torch estimators, which declare their checks as
     data: ``_checks()`` gives the ordered ``(name, constraint)`` entries of the estimator's own
     hyperparameters (a family extends its base's), and ``_validate_params`` (scikit-learn's hook:
-    fit and the runner's grid check call it) runs them, then :data:`SEED_AND_DEVICE_CHECKS`.
+    fit and the runner's grid check call it) runs them, then those of :data:`SEED_AND_DEVICE_CHECKS`
+    whose hyperparameter the estimator has (a user's estimator may take no ``n_threads``).
 
     An entry that depends on another hyperparameter (``min_lr`` ≤ ``lr``) reads it from ``self``
     and comes after that one's entry, so it sees a valid value."""
@@ -98,7 +99,8 @@ class TorchHyperparameters:
         return []
 
     def _validate_params(self) -> None:
-        check_hyperparameters(self, [*self._checks(), *SEED_AND_DEVICE_CHECKS])
+        own = [(name, check) for name, check in SEED_AND_DEVICE_CHECKS if hasattr(self, name)]
+        check_hyperparameters(self, [*self._checks(), *own])
 
 
 @contextlib.contextmanager

@@ -119,6 +119,30 @@ class Exploding(KMeansLike):
         raise RuntimeError("boom in fit")
 
 
+class NeedsBandwidth(KMeansLike):
+    """Takes a hyperparameter without a default (and k-means' others)."""
+
+    def __init__(self, bandwidth, n_clusters=8, init="k-means++", n_init=1, max_iter=300, random_state=None):
+        super().__init__(n_clusters, init, n_init, max_iter, random_state)
+        self.bandwidth = bandwidth
+
+    def fit(self, X, y=None):
+        self.labels_ = np.zeros(len(X), dtype=int)
+        return self
+
+
+class NotConstructible(KMeansLike):
+    """Raises in ``__init__``: an error outside any fit, which no record holds."""
+
+    def __init__(self, n_clusters=8, init="k-means++", n_init=1, max_iter=300, random_state=None):
+        raise RuntimeError("boom in __init__")
+
+
+def unreadable(loader: str):
+    """A dataset source that cannot read what it is given (``dataset=iris``'s ``loader``)."""
+    raise FileNotFoundError(f"[Errno 2] No such file or directory: '{loader}.csv'")
+
+
 class Halves(KMeansLike):
     """Splits the rows into two halves by position."""
 

@@ -5,6 +5,7 @@ results folder that cannot be made are one-line errors (exit 2) before any recor
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -32,9 +33,16 @@ pytestmark = pytest.mark.slow
         ("method.estimator._target_=x.Y", "++method.estimator._target_=x.Y"),
         ("method=clam", "method=clam"),
         ("-m", "-m"),
+        # a key some dataset file holds is set whether or not the chosen file holds it
+        ("dataset.subsample=60", "++dataset.subsample=60"),
+        ("+dataset.impute=mean", "++dataset.impute=mean"),
+        ("dataset.subsample=60,90", "++dataset.subsample=60,90"),
+        ("dataset.source.path=x.csv", "dataset.source.path=x.csv"),
+        ("dataset.beta=3", "dataset.beta=3"),  # no dataset reads it: refused by the check
+        ("dataset=iris", "dataset=iris"),
     ],
 )
-def test_method_keys_become_hyperparameters_of_the_estimator(word, rewritten):
+def test_method_and_dataset_keys_are_rewritten_to_set_what_the_user_means(word, rewritten):
     assert rewrite_overrides([word]) == [rewritten]
 
 
@@ -90,6 +98,17 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
             ["dataset 'wine': source clusterbench.data.sources.cached", "'loader'", "~dataset.source.loader"],
         ),
         (["+dataset.source.frobnicate=1"], ["unexpected keyword argument 'frobnicate'"]),
+        # a dataset file without a name: it goes by the file's
+        (["~dataset.name", "+dataset.source.frobnicate=1"], ["dataset 'iris': source"]),
+        (["dataset.source.loader=load_irs"], ["no dataset loader 'load_irs'", "load_iris"]),
+        (
+            ["dataset.source._target_=tests.helpers.unreadable"],
+            [
+                "dataset 'iris': its source tests.helpers.unreadable failed",
+                "FileNotFoundError",
+                "load_iris.csv",
+            ],
+        ),
         (["results_dir=/proc/clusterbench"], ["results_dir '/proc/clusterbench' is not a writable folder"]),
     ],
 )
@@ -99,6 +118,59 @@ def test_an_override_nothing_would_read_exits_2_in_one_line(tmp_path, words, fra
     )
     assert_one_line_error(result, *fragments)
     assert not any(tmp_path.rglob("*.csv"))
+
+
+@pytest.mark.parametrize("sweep", [[], ["-m", "seed=0,1"]])
+def test_a_hyperparameter_without_a_default_exits_2_in_one_line_and_runs_once_given(tmp_path, sweep):
+    words = [
+        "run",
+        *sweep,
+        "dataset=iris",
+        f"results_dir={tmp_path}",
+        "method.estimator._target_=tests.helpers.NeedsBandwidth",
+    ]
+    result = run_cli(*words, cwd=tmp_path)
+    assert_one_line_error(result, "NeedsBandwidth has no default for 'bandwidth'", "method.bandwidth=VALUE")
+    assert not any(tmp_path.rglob("*.csv"))
+    result = run_cli(*words, "method.bandwidth=0.5", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    records = load_records(tmp_path, "paper")
+    assert set(records["status"]) == {"ok"}
+    assert sorted(set(records["seed"])) == ([0, 1] if sweep else [0])
+
+
+def test_a_job_that_raises_outside_its_fits_fails_the_sweep(tmp_path):
+    """Under -m a job's error was read by no one: the sweep ended with exit 0 and 0 points."""
+    result = run_cli(
+        "run",
+        "-m",
+        "dataset=iris",
+        "seed=0,1",
+        f"results_dir={tmp_path}",
+        "method.estimator._target_=tests.helpers.NotConstructible",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "boom in __init__" in result.stderr
+    assert not any(tmp_path.rglob("*.csv"))
+
+
+def test_an_experiment_file_without_the_global_package_header_is_refused(tmp_path, monkeypatch):
+    from clusterbench import overrides
+    from clusterbench.catalog import options
+    from clusterbench.errors import UserError
+
+    for name in options("experiment"):
+        overrides.check_global_package(name)  # every shipped one has it
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    monkeypatch.setattr(overrides, "CONF_DIR", tmp_path / "conf")
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# my sweep\nhydra:\n  sweeper: {}\n")
+    with pytest.raises(
+        UserError, match=re.escape("conf/experiment/mine.yaml lacks the header '# @package _global_'")
+    ):
+        overrides.check_global_package("mine")
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# my sweep\n# @package _global_\nseed: 1\n")
+    overrides.check_global_package("mine")
 
 
 @pytest.mark.parametrize("method", ["kmeans", "clam"])

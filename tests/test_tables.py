@@ -262,6 +262,19 @@ def test_cells_put_ours_beside_the_paper_and_say_why_a_cell_is_empty():
     assert cells.loc[("zoo", "kmeans"), "status"] == "no value"
 
 
+def test_a_table_without_paper_values_shows_ours_only_under_the_plain_labels():
+    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.3758}), run("zoo", "clam", 0, {}, {"sc": 0.4100}))
+    table = spec(rows={"zoo": "Zoo"}, gain=None, win_loss=[])
+    del table["paper"]
+    shown = render(table, compute_cells(table, wide_runs(records)), latex=False)
+    assert list(shown.columns) == ["Dataset", "k-means", "CLAM"]
+    assert shown.iloc[0].tolist() == ["Zoo", "0.376", "**0.410**"]
+    with_paper = render(
+        spec(rows={"zoo": "Zoo"}), compute_cells(spec(rows={"zoo": "Zoo"}), wide_runs(records)), False
+    )
+    assert list(with_paper.columns)[1:3] == ["k-means (ours)", "k-means (paper)"]
+
+
 def test_relative_gain_is_clams_formula():
     assert relative_gain(0.412, 0.374) == pytest.approx(10.16, abs=0.01)  # CLAM Table 1, Zoo: ▲10%
     assert relative_gain(0.331, 0.381) == pytest.approx(-13.12, abs=0.01)  # Ecoli, spectral: ▼13%

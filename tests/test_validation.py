@@ -245,3 +245,24 @@ def sweep() -> list[str]:
 def test_messages_and_precedence_are_those_the_estimators_had_before_the_vocabulary():
     """On a failure, print ``sweep()`` here and before the change and diff the two."""
     assert hashlib.sha256("\n".join(sweep()).encode()).hexdigest() == SWEEP_SHA256
+
+
+def test_a_users_torch_estimator_needs_no_n_threads():
+    """docs/extending.md: a torch estimator takes random_state and device; the seed, device and
+    thread checks apply to those it has (one without n_threads failed with an AttributeError)."""
+    from sklearn.base import BaseEstimator, ClusterMixin
+
+    from clusterbench.validation import TorchHyperparameters
+
+    class Mine(TorchHyperparameters, ClusterMixin, BaseEstimator):
+        def __init__(self, n_clusters=2, lr=0.1, random_state=None, device="cpu"):
+            self.n_clusters, self.lr, self.random_state, self.device = n_clusters, lr, random_state, device
+
+        def _checks(self):
+            return [("n_clusters", POSITIVE_INT), ("lr", POSITIVE_REAL)]
+
+    Mine()._validate_params()
+    with pytest.raises(HyperparameterError, match="Mine device must be one of"):
+        Mine(device="tpu")._validate_params()
+    with pytest.raises(HyperparameterError, match="Mine lr must be a number > 0, got -1"):
+        Mine(lr=-1)._validate_params()

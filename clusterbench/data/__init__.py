@@ -86,7 +86,7 @@ def load_dataset(cfg: DictConfig | Mapping, max_samples: int | None = None, prep
             f"dataset.n_clusters must be an integer ≥ 1, or null for the number of classes in y, "
             f"got {cfg.n_clusters!r}"
         )
-    raw = call_source(cfg.source)
+    raw = call_source(cfg.source, cfg.get("name"))
     declared = cfg.get("shape")
     if declared is not None and reads_cache(cfg.source) and list(raw.X.shape) != list(declared):
         raise UserError(

@@ -125,14 +125,24 @@ def import_only(source) -> bool:
     return reads_cache(source) and not source.get("openml_id")
 
 
-def call_source(source) -> RawData:
+def call_source(source, dataset: str | None = None) -> RawData:
     """Call a dataset config's ``source`` (``_target_`` and its arguments). Called directly rather
     than through hydra.utils.instantiate, which would wrap a UserError (e.g. "not in the cache")
-    in an InstantiationException."""
+    in an InstantiationException. Whatever else the source raises (a user's reader given a path
+    that is not there, say) is a user error too, naming ``dataset`` and the source."""
     arguments = (
         OmegaConf.to_container(source, resolve=True) if isinstance(source, DictConfig) else dict(source)
     )
-    return get_method(arguments.pop("_target_"))(**arguments)
+    target = arguments.pop("_target_")
+    try:
+        return get_method(target)(**arguments)
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(
+            f"dataset '{dataset}': its source {target} failed ({type(exc).__name__}: {first_line(exc)}); "
+            "check the source's arguments (dataset.source.*) and what it reads"
+        ) from None
 
 
 def write_npz(path: Path, data: RawData) -> None:
@@ -247,5 +257,11 @@ def sklearn_bundled(loader: str) -> RawData:
     """A data set shipped inside scikit-learn, e.g. ``load_digits``."""
     import sklearn.datasets
 
+    loaders = [name for name in dir(sklearn.datasets) if name.startswith("load_")]
+    if loader not in loaders:
+        raise UserError(
+            f"scikit-learn has no dataset loader '{loader}'; dataset.source.loader is one of: "
+            f"{', '.join(loaders)}"
+        )
     X, y = getattr(sklearn.datasets, loader)(return_X_y=True)
     return RawData(X=X, y=y)

@@ -107,12 +107,14 @@ def _format(
 
 
 def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
-    """The display frame: a row per dataset (x metric), 'ours' beside 'paper' for every column.
+    """The display frame: a row per dataset (x metric), 'ours' beside 'paper' for every column
+    (only ours, labelled plainly, in a table of the user's that gives no paper values).
 
     Protocol ``mean_best`` prints each cell as "mean / best", ``best_of`` as "mean ± std [P reach]";
     bold marks the best mean.
     """
     multi_metric = len(spec.metrics) > 1
+    sides = ("ours", "paper") if spec.get("paper") else ("ours",)
     lines = []
     for (dataset, metric), group in cells.groupby(["dataset", "metric"], sort=False):
         cell = group.set_index("column")
@@ -120,7 +122,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         line = {"Dataset": spec.rows[dataset]} | (
             {"Metric": metric_label(spec, metric)} if multi_metric else {}
         )
-        for side in ("ours", "paper"):
+        for side in sides:
             values = cell[side]
             best = as_printed(_best(values, per_metric(spec, "better", metric, "max")), digits)
             for column in spec.columns:
@@ -147,16 +149,19 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         label = f"{spec.columns[reference_column].label} W/L"
         line = {"Dataset": label + (f" ({metric_label(spec, metric)})" if multi_metric else "")}
         line |= {"Metric": ""} if multi_metric else {}
-        for side in ("ours", "paper"):
+        for side in sides:
             line |= {(column, side): results[side].get(column, "—") for column in spec.columns}
         lines.append(line)
     frame = pd.DataFrame(lines)
     # Interleave so that each of our columns stands beside the paper's.
     ordered = [key for key in frame.columns if not isinstance(key, tuple)]
-    ordered += [(column, side) for column in spec.columns for side in ("ours", "paper")]
+    ordered += [(column, side) for column in spec.columns for side in sides]
     frame = frame[ordered]
     frame.columns = [
-        key if not isinstance(key, tuple) else f"{spec.columns[key[0]].label} ({key[1]})" for key in ordered
+        key
+        if not isinstance(key, tuple)
+        else spec.columns[key[0]].label + (f" ({key[1]})" if len(sides) > 1 else "")
+        for key in ordered
     ]
     return frame
 

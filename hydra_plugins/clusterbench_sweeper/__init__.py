@@ -67,15 +67,26 @@ class ResumingSweeper(BasicSweeper):
             tqdm.write(f"{len(jobs) - len(pending)} of {len(jobs)} jobs are recorded already: not launched")
         if not pending:  # everything recorded: no launcher is started (a batch of 0 would be an error)
             return []
+        returns = []
         if not isinstance(self.launcher, BasicLauncher):  # joblib, submitit: one batch, their own pace
             size = self.max_batch_size or len(pending)
-            return [self.launcher.launch(pending[i : i + size], i) for i in range(0, len(pending), size)]
-        returns = []
+            for start in range(0, len(pending), size):
+                returns.append(_checked(self.launcher.launch(pending[start : start + size], start)))
+            return returns
         with progress_bar(total=len(pending), shown=len(pending) > 1, desc="jobs", unit="job") as bar:
             for index, job in enumerate(pending):
-                returns.append(self.launcher.launch([job], initial_job_idx=index))
+                returns.append(_checked(self.launcher.launch([job], initial_job_idx=index)))
                 bar.update()
         return returns
+
+
+def _checked(results):
+    """``results`` once each job's return is read: a job that raised (an error outside any fit,
+    which the runner records itself) raises here, as under Hydra's basic sweeper, instead of
+    ending the sweep as if it had no points."""
+    for result in results:
+        _ = result.return_value
+    return results
 
 
 class _RecordCheck:
