@@ -15,7 +15,7 @@ RESULTS ?= results
 # A bare `make` lists the targets instead of installing anything.
 help:
 	@echo "make install                      torch 2.13 (CPU) first, then clusterbench and its dev tools (-e)"
-	@echo "make test                         the test suite, one worker per core (~5 min on 2 cores)"
+	@echo "make test                         the test suite, one worker per core (~8 min on 2 cores)"
 	@echo "make lint                         ruff check and ruff format --check"
 	@echo "make tables PROFILE=smoke|paper   run EXPERIMENTS (JOBS=N at once), then build every table"
 	@echo "make figures [QUICK=1]            the papers' figures (QUICK=1: into results/figures/quick)"
@@ -39,6 +39,7 @@ lint:
 # A grid point that fails (e.g. an eigensolver that does not converge) is recorded as failed and
 # `run` exits 1; the tables are built from the points that finished all the same.
 tables:
+	@test -f conf/profile/$(PROFILE).yaml || { echo "make tables: unknown PROFILE '$(PROFILE)'; one of: $(basename $(notdir $(wildcard conf/profile/*.yaml)))" >&2; exit 2; }
 	@case "$(strip $(JOBS))" in ''|*[!0-9]*|0|00*) echo "make tables: JOBS must be an integer ≥ 1, got '$(JOBS)'" >&2; exit 2;; esac
 	for experiment in $(EXPERIMENTS); do \
 		clusterbench run -m experiment=$$experiment profile=$(PROFILE) results_dir=$(RESULTS) \

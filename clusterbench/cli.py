@@ -19,8 +19,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import CONF_DIR, load_option, options
-from clusterbench.errors import INTERRUPTED, UserError
+from clusterbench.catalog import CONF_DIR, check_option, load_option, options
+from clusterbench.errors import INTERRUPTED, Terminated, UserError
 from clusterbench.overrides import check_overrides, rewrite_overrides
 from clusterbench.progress import line_interval
 
@@ -117,6 +117,7 @@ def command_table(words: list[str]) -> int:
     # Accept Hydra-style profile=… and results_dir=… too, as `run` does.
     words = [re.sub(r"^(profile|results_dir)=", lambda m: f"--{m[1].replace('_', '-')}=", w) for w in words]
     args = parser.parse_args(words)
+    check_option("profile", args.profile)
     names = options("table") if args.all else args.names
     if not names:
         raise UserError("name a table (see `clusterbench list`) or pass --all")
@@ -133,8 +134,9 @@ def command_table(words: list[str]) -> int:
         print(f"\nwrote {', '.join(str(p) for p in outputs.paths)}\n")
     if args.all and not built:
         raise UserError(
-            f"no records under {args.results_dir}/runs/{args.profile}; run an experiment first, or name "
-            "the folder and profile that hold them (--results-dir, --profile)"
+            f"no table's experiments have records under {args.results_dir}/runs/{args.profile}; run one "
+            "(clusterbench run -m experiment=NAME), or name the folder and profile that hold them "
+            "(--results-dir, --profile)"
         )
     return 0
 
@@ -203,7 +205,11 @@ def command_data(words: list[str]) -> int:
         import_folder(args.folder, cache)
     else:
         source = load_option("dataset", args.name).source
-        if not reads_cache(source) or import_only(source):
+        if not reads_cache(source):  # scikit-learn's, generated, a function: nothing to download
+            raise UserError(
+                f"dataset '{args.name}' needs no download: its source is {source._target_}; run it as it is"
+            )
+        if import_only(source):
             raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
         held = find_npz(source.name)
         if held is not None and not args.force:
@@ -258,6 +264,8 @@ def command_summary(words: list[str]) -> int:
     # Accept Hydra-style profile=… and results_dir=… too, as `run` does.
     words = [re.sub(r"^(profile|results_dir)=", lambda m: f"--{m[1].replace('_', '-')}=", w) for w in words]
     args = parser.parse_args(words)
+    check_option("profile", args.profile)
+    check_experiments_held(args.experiments, args.results_dir, args.profile)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     if args.csv is not None:
         check_writable(args.csv.parent, "the --csv file's folder")
@@ -269,6 +277,27 @@ def command_summary(words: list[str]) -> int:
     return 0
 
 
+def check_experiments_held(experiments: list[str], results_dir: Path, profile: str) -> None:
+    """Each of ``experiments`` is ``adhoc`` (the runs of no experiment), an experiment config or a
+    records folder of ``profile`` (a user's, whose config may be gone): else a typo, named with
+    the closest of those."""
+    import difflib
+
+    from clusterbench.results import records_folder
+
+    folder = records_folder(results_dir, profile)
+    held = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    known = sorted({"adhoc", *options("experiment"), *held})
+    for experiment in experiments:
+        if experiment not in known:
+            close = difflib.get_close_matches(experiment, known, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(known)}"
+            raise UserError(
+                f"unknown experiment '{experiment}': no conf/experiment file and no records under "
+                f"{folder / experiment}; {hint}"
+            )
+
+
 def command_report(words: list[str]) -> int:
     from clusterbench.report import write_report
 
@@ -277,6 +306,7 @@ def command_report(words: list[str]) -> int:
     parser.add_argument("--profile", default="paper", help="which profile's tables (default: paper)")
     parser.add_argument("--out", type=Path, help="the page to write (default: RESULTS_DIR/report/index.html)")
     args = parser.parse_args(words)
+    check_option("profile", args.profile)
     print(f"wrote {write_report(args.results_dir, args.profile, args.out)}")
     return 0
 
@@ -305,9 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"clusterbench: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print(INTERRUPTED, file=sys.stderr)
-        return 130
+        return 143 if isinstance(exc, Terminated) else 130
     except BrokenPipeError:  # `clusterbench table … | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

@@ -4,6 +4,11 @@
 INTERRUPTED = "\nclusterbench: interrupted; finished points are kept (rerun without force=true to resume)"
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's stop), raised in the main thread so that it ends a run as a
+    Ctrl-C does: finished points kept, the run's notes read and removed, one line, exit 143."""
+
+
 class UserError(Exception):
     """A problem with the user's request (names, hyperparameters, data), stated with its fix."""
 

@@ -42,10 +42,15 @@ OPEN_KEYS = (
     "metrics",
     "method.estimator",
     "dataset.source",
-    "hydra",
+    "hydra.sweeper.params",
+    "hydra.launcher",
 )
 _METHOD_KEY = re.compile(r"^(?P<op>~|\+{0,2})method\.(?:estimator\.)?(?P<key>[^=.]+)(?P<rest>=.*)?$")
 _DATASET_KEY = re.compile(r"^\+{0,2}dataset\.(?P<key>[^=.]+)(?P<rest>=.*)$")
+# The settings keyed by method or dataset name, empty by default: an entry is always an addition.
+_MAP_ENTRY = re.compile(
+    r"^\+{0,2}(?P<key>(?:grids|method_seeds|timeout_s|dataset_overrides|method_overrides)\.[^=]+)(?P<rest>=.*)$"
+)
 
 
 def rewrite_overrides(words: list[str]) -> list[str]:
@@ -57,9 +62,16 @@ def rewrite_overrides(words: list[str]) -> list[str]:
     them; the runner names a hyperparameter the estimator does not have.
 
     Likewise ``dataset.K=V`` → ``++dataset.K=V`` for a key some dataset file holds (``subsample``,
-    ``impute``, …): a file that leaves an optional key out gets it, as one that holds it does."""
+    ``impute``, …): a file that leaves an optional key out gets it, as one that holds it does; and
+    an entry of a map keyed by method or dataset (``grids.kmeans.n_init=[1,10]``,
+    ``method_seeds.dbscan=[0]``, ``timeout_s.spectral=60``, …) is set with ``++``, added or
+    replaced, whatever the experiment holds."""
     rewritten = []
     for word in words:
+        entry = _MAP_ENTRY.match(word)
+        if entry is not None:
+            rewritten.append(f"++{entry['key']}{entry['rest']}")
+            continue
         dataset = _DATASET_KEY.match(word)
         if dataset is not None and dataset["key"] != "source" and dataset["key"] in file_keys("dataset"):
             rewritten.append(f"++dataset.{dataset['key']}{dataset['rest']}")
@@ -116,6 +128,42 @@ def unread_key_hint(key: str, value: str, words: list[str]) -> str | None:
 OVERRIDE_GRAMMAR = "see https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 
+# Hydra's flags that take the next word as their value (``--cfg job``, ``-p dataset``).
+_FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-i", "--info", "-cp", "--config-path"}
+_FLAGS_WITH_VALUE |= {"-cn", "--config-name", "-cd", "--config-dir", "--experimental-rerun"}
+
+
+def check_bare_words(words: list[str]) -> None:
+    """A word that is no flag, no flag's value and no ``key=value`` (``run kmeans``, or the ``1``
+    of ``seed=0 1``) is refused in one line; Hydra's parser answers it in a page."""
+    for before, word in zip(["", *words], words, strict=False):
+        if word.startswith(("-", "~")) or "=" in word or before in _FLAGS_WITH_VALUE:
+            continue
+        groups = [group for group in GROUPS if group != "table" and word in options(group)]
+        hint = (
+            f"did you mean {groups[0]}={word}?"
+            if groups
+            else "write key=value; a sweep's values are separated by commas without spaces (-m seed=0,1,2)"
+        )
+        raise UserError(f"'{word}' is not an override (key=value); {hint}")
+
+
+def check_launcher(words: list[str], multirun: bool) -> None:
+    """A launcher's settings are read only with a launcher chosen, and a launcher only under -m:
+    either alone would be accepted by Hydra and change nothing."""
+    chosen = any(re.match(r"^\+{0,2}hydra/launcher=", word) for word in words)
+    settings = [word for word in words if re.match(r"^\+{0,2}hydra\.launcher\.", word)]
+    if settings and not chosen:
+        raise UserError(
+            f"{settings[0]}: Hydra's basic launcher reads no settings; choose the launcher that reads it "
+            "(hydra/launcher=joblib, submitit_local, submitit_slurm or slurm_gpu)"
+        )
+    if chosen and not multirun:
+        raise UserError(
+            "hydra/launcher=… launches a sweep's jobs; add -m (one job without -m runs in this process)"
+        )
+
+
 def check_global_package(experiment: str) -> None:
     """An experiment file sets top-level keys (its sweep under ``hydra:``, ``grids``, …) only
     under Hydra's ``# @package _global_`` header; without it Hydra nests the whole file under
@@ -149,6 +197,8 @@ def check_overrides(words: list[str]) -> Path | None:
     from omegaconf.errors import OmegaConfBaseException
 
     multirun = bool({"-m", "--multirun"} & set(words))
+    check_bare_words(words)
+    check_launcher(words, multirun)
     # Hydra's flags (-m, --cfg job, …) are not overrides; "~key" deletes a key.
     overrides = [word for word in words if word.startswith("~") or ("=" in word and word[0] != "-")]
     try:

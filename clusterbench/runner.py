@@ -391,8 +391,9 @@ def summary_line(
     grid = " ".join(f"{k}={v}" for k, v in shown.items())
     head = f"{dataset}  {method}  seed={seed}" + (f"  {grid}" if grid else "")
     if outcome.status in {"failed", "skipped", "timeout"}:
-        again = {"failed": "retry_failed=true", "skipped": "a larger method.max_samples"}.get(
-            outcome.status, "a larger timeout_s"
+        # A recorded skip or timeout names the limit it ran under, which may not be today's.
+        again = {"failed": "retry_failed=true", "skipped": "method.max_samples ≥ n"}.get(
+            outcome.status, "a timeout_s above that"
         )
         earlier = f" (recorded earlier; {again} or force=true runs it again)" if outcome.earlier else ""
         return f"{head} | {outcome.status.upper()}: {outcome.error}{earlier}"

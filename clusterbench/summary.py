@@ -154,8 +154,9 @@ def load_summary(
         others = _profiles_holding(Path(results_dir), experiments)
         if others:  # the likeliest slip: records of a run with profile=smoke, read as paper's
             raise UserError(
-                f"no records of {', '.join(experiments)} under {folder}; profile {' and '.join(others)} "
-                f"holds some (--profile {others[0]})"
+                f"no records of {', '.join(experiments)} under {folder}; "
+                f"{'profiles' if len(others) > 1 else 'profile'} {' and '.join(others)} "
+                f"{'hold' if len(others) > 1 else 'holds'} some (--profile {others[0]})"
             )
         raise UserError(
             f"no records of {', '.join(experiments)} under {folder}; make some with `clusterbench run -m "

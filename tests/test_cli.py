@@ -100,7 +100,10 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
         ("nope=3", ["could not override 'nope'", "not in the config", "'nope' is not a setting"]),
         ("sed=3", ["could not override 'sed'", "did you mean seed?"]),
         ("method.estimatr.tol=1", ["did you mean method.estimator.tol?"]),
-        ("grids.clam={beta_scale:[1]}", ["could not override 'grids.clam'", "+grids.clam="]),
+        ("hydra.launcher.n_jobs=2", ["Hydra's basic launcher reads no settings", "hydra/launcher=joblib"]),
+        ("+hydra.fooo=1", ["'hydra.fooo' is not a setting"]),
+        ("kmeans", ["'kmeans' is not an override (key=value)", "did you mean method=kmeans?"]),
+        ("1", ["'1' is not an override (key=value)", "without spaces (-m seed=0,1,2)"]),
         ("grids.clam.beta=[1", ["cannot parse the overrides", "'[1'", "override_grammar"]),
         ("experiment=clam_table10,null", ["experiment=null selects nothing", "~experiment"]),
         (
@@ -389,7 +392,27 @@ def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
 
 def test_all_tables_without_any_records_exit_2_naming_where_they_looked(tmp_path):
     result = run_cli("table", "--all", "--results-dir", str(tmp_path), "--profile", "smoke")
-    assert_one_line_error(result, f"no records under {tmp_path}/runs/smoke", "--results-dir")
+    assert_one_line_error(
+        result, f"no table's experiments have records under {tmp_path}/runs/smoke", "--results-dir"
+    )
+
+
+@pytest.mark.parametrize(
+    ("words", "fragments"),
+    [
+        (["table", "clam_table1", "--profile", "smok"], ["unknown profile 'smok'", "paper, smoke"]),
+        (["report", "--profile", "smok"], ["unknown profile 'smok'"]),
+        (["summary", "--profile", "smok"], ["unknown profile 'smok'"]),
+        (
+            ["summary", "clam_baseline"],
+            ["unknown experiment 'clam_baseline'", "did you mean clam_baselines?"],
+        ),
+        (["data", "pull", "iris"], ["dataset 'iris' needs no download", "sklearn_bundled"]),
+    ],
+)
+def test_a_mistyped_name_outside_run_exits_2_in_one_line(tmp_path, words, fragments):
+    result = run_cli(*words, "--results-dir", str(tmp_path)) if words[0] != "data" else run_cli(*words)
+    assert_one_line_error(result, *fragments)
 
 
 def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):

@@ -487,7 +487,9 @@ def test_verify_checks_labels_against_n_classes_where_n_clusters_is_a_choice(tmp
     np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=y)
     assert check_files(tmp_path) == {"kdd_protein": "ok"}
     np.savez(tmp_path / "kdd_protein.npz", X=np.zeros((n, d), dtype=np.uint8), y=np.arange(n) % 50)
-    assert check_files(tmp_path) == {"kdd_protein": "MISMATCH: X [145751, 74], labels 50"}
+    assert check_files(tmp_path) == {
+        "kdd_protein": "MISMATCH: X [145751, 74], labels 50 (its config: X [145751, 74], labels 153)"
+    }
 
 
 def test_double_mnist_without_mnist_is_a_one_line_user_error(tmp_path, monkeypatch):

@@ -40,6 +40,12 @@ pytestmark = pytest.mark.slow
         ("dataset.source.path=x.csv", "dataset.source.path=x.csv"),
         ("dataset.beta=3", "dataset.beta=3"),  # no dataset reads it: refused by the check
         ("dataset=iris", "dataset=iris"),
+        # an entry of a map keyed by method name, whatever the experiment holds
+        ("grids.clam={beta_scale:[1]}", "++grids.clam={beta_scale:[1]}"),
+        ("+grids.kmeans.n_init=[1,10]", "++grids.kmeans.n_init=[1,10]"),
+        ("method_seeds.dbscan=[0]", "++method_seeds.dbscan=[0]"),
+        ("timeout_s.spectral=60", "++timeout_s.spectral=60"),
+        ("timeout_s=60", "timeout_s=60"),
     ],
 )
 def test_method_and_dataset_keys_are_rewritten_to_set_what_the_user_means(word, rewritten):
@@ -56,6 +62,7 @@ def test_method_and_dataset_keys_are_rewritten_to_set_what_the_user_means(word, 
         ("dataset.impute", True),
         ("profile.epochs", True),
         ("hydra.launcher.n_jobs", True),
+        ("hydra.fooo", False),
         ("experiment", True),
         ("beta", False),
         ("dataset.beta", False),
@@ -110,6 +117,7 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
             ],
         ),
         (["results_dir=/proc/clusterbench"], ["results_dir '/proc/clusterbench' is not a writable folder"]),
+        (["hydra/launcher=joblib"], ["launches a sweep's jobs; add -m"]),
     ],
 )
 def test_an_override_nothing_would_read_exits_2_in_one_line(tmp_path, words, fragments):

@@ -127,6 +127,35 @@ def test_a_sigkilled_sweep_leaves_no_partial_record_and_resumes(tmp_path):
     assert set(done) <= set(files)
 
 
+def test_a_sigterm_ends_a_sweep_as_a_ctrl_c_does(tmp_path):
+    """kill (SIGTERM) ended a run without a word and left its notes folder (runs/.journal/<id>)."""
+    require_cached("zoo")
+    command = [
+        *clusterbench_command(), "run", "-m", "experiment=clam_baselines", "profile=smoke", "dataset=zoo",
+        "method=spectral", f"results_dir={tmp_path}",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=REPO, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not record_files(tmp_path) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "the sweep ended before it could be stopped"
+        process.terminate()
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1].startswith("clusterbench: interrupted; finished points are kept")
+    assert not list((tmp_path / "runs" / ".journal").glob("*"))
+    done = record_files(tmp_path)
+    assert 1 <= len(done) < 28
+    assert_one_ok_record_per_file(tmp_path)
+
+
 HYDRA_INFO = "hydra.hydra_logging.root.level=INFO"
 
 

@@ -82,7 +82,11 @@ def check_files(folder: Path, names: list[str] | None = None) -> dict[str, str]:
         expected = [list(spec.get("shape") or found[0]), spec.get("n_classes", spec.get("n_clusters"))]
         if expected[1] is None:
             expected[1] = found[1]  # the config says nothing to check the labels against
-        issues = [] if found == expected else [f"X {found[0]}, labels {found[1]}"]
+        issues = (
+            []
+            if found == expected
+            else [f"X {found[0]}, labels {found[1]} (its config: X {expected[0]}, labels {expected[1]})"]
+        )
         if manifest is not None and spec.source.name in manifest.index:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             if digest != manifest.loc[spec.source.name, "sha256_of_npz"]:
