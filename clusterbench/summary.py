@@ -91,8 +91,13 @@ def _hyperparameter_labels(summary: pd.DataFrame, by_params: bool) -> pd.Series:
             shown = sorted(
                 name for name in chosen if by_params or any(o.get(name) != chosen[name] for o in others)
             )
-            labels[index] = " ".join(f"{name}={chosen[name]}" for name in shown)
+            labels[index] = " ".join(f"{name}={_shown(chosen[name])}" for name in shown)
     return labels
+
+
+def _shown(value):
+    """A whole float as the integer it is (gamma=1 from a grid and the default 1.0 read alike)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def summary_metrics(summary: pd.DataFrame) -> list[str]:

@@ -132,6 +132,10 @@ def test_each_hyperparameter_set_is_its_own_row(results):
         everything = sorted(json.loads(row.params).items())
         assert row.hyperparameters == " ".join(f"{name}={value}" for name, value in everything)
     assert "algorithm=lloyd" in named["hyperparameters"].iloc[0]
+    # A whole float reads as its integer: a grid's 1 and a default's 1.0 are shown alike.
+    floats = records.assign(params=records["params"].str.replace('"n_init": 1,', '"n_init": 1.0,'))
+    assert '"n_init": 1.0,' in floats["params"].iloc[0]
+    assert summarize(floats, ["nmi"])["hyperparameters"].tolist() == ["n_init=1", "n_init=2"]
 
 
 def test_headline_metrics_are_those_held_among_acc_nmi_ari_sc_else_all(results):
