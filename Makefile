@@ -46,7 +46,7 @@ tables:
 			$(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS)); \
 		case $$? in \
 			0) ;; \
-			1) echo "make tables: some points of $$experiment failed; see the records' error column" ;; \
+			1) echo "make tables: some points of $$experiment failed (see the records' error column), or a job raised (the error above)" ;; \
 			*) echo "make tables: $$experiment did not run (the error above)" ;; \
 		esac; \
 	done

@@ -117,7 +117,7 @@ def command_table(words: list[str]) -> int:
     # Accept Hydra-style profile=… and results_dir=… too, as `run` does.
     words = [re.sub(r"^(profile|results_dir)=", lambda m: f"--{m[1].replace('_', '-')}=", w) for w in words]
     args = parser.parse_args(words)
-    check_option("profile", args.profile)
+    check_profile(args.profile, args.results_dir)
     names = options("table") if args.all else args.names
     if not names:
         raise UserError("name a table (see `clusterbench list`) or pass --all")
@@ -207,7 +207,8 @@ def command_data(words: list[str]) -> int:
         source = load_option("dataset", args.name).source
         if not reads_cache(source):  # scikit-learn's, generated, a function: nothing to download
             raise UserError(
-                f"dataset '{args.name}' needs no download: its source is {source._target_}; run it as it is"
+                f"data pull fetches OpenML datasets; '{args.name}' comes from {source._target_}: run it, "
+                "and it names any file it needs"
             )
         if import_only(source):
             raise UserError(f"dataset '{args.name}' has no OpenML id; use `clusterbench data import`")
@@ -264,7 +265,7 @@ def command_summary(words: list[str]) -> int:
     # Accept Hydra-style profile=… and results_dir=… too, as `run` does.
     words = [re.sub(r"^(profile|results_dir)=", lambda m: f"--{m[1].replace('_', '-')}=", w) for w in words]
     args = parser.parse_args(words)
-    check_option("profile", args.profile)
+    check_profile(args.profile, args.results_dir)
     check_experiments_held(args.experiments, args.results_dir, args.profile)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     if args.csv is not None:
@@ -277,16 +278,25 @@ def command_summary(words: list[str]) -> int:
     return 0
 
 
+def check_profile(profile: str, results_dir: Path) -> None:
+    """``profile`` is a profile config or names a records folder (a user's, whose config may be
+    gone): else a typo, refused with the known profiles."""
+    from clusterbench.results import records_folder
+
+    if not records_folder(results_dir, profile).is_dir():
+        check_option("profile", profile)
+
+
 def check_experiments_held(experiments: list[str], results_dir: Path, profile: str) -> None:
     """Each of ``experiments`` is ``adhoc`` (the runs of no experiment), an experiment config or a
-    records folder of ``profile`` (a user's, whose config may be gone): else a typo, named with
+    records folder of any profile (a user's, whose config may be gone): else a typo, named with
     the closest of those."""
     import difflib
 
     from clusterbench.results import records_folder
 
     folder = records_folder(results_dir, profile)
-    held = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    held = {p.name for p in records_folder(results_dir).glob("*/*") if p.is_dir()}
     known = sorted({"adhoc", *options("experiment"), *held})
     for experiment in experiments:
         if experiment not in known:
@@ -306,7 +316,7 @@ def command_report(words: list[str]) -> int:
     parser.add_argument("--profile", default="paper", help="which profile's tables (default: paper)")
     parser.add_argument("--out", type=Path, help="the page to write (default: RESULTS_DIR/report/index.html)")
     args = parser.parse_args(words)
-    check_option("profile", args.profile)
+    check_profile(args.profile, args.results_dir)
     print(f"wrote {write_report(args.results_dir, args.profile, args.out)}")
     return 0
 

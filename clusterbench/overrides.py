@@ -42,14 +42,14 @@ OPEN_KEYS = (
     "metrics",
     "method.estimator",
     "dataset.source",
-    "hydra.sweeper.params",
-    "hydra.launcher",
+    "hydra",
 )
 _METHOD_KEY = re.compile(r"^(?P<op>~|\+{0,2})method\.(?:estimator\.)?(?P<key>[^=.]+)(?P<rest>=.*)?$")
 _DATASET_KEY = re.compile(r"^\+{0,2}dataset\.(?P<key>[^=.]+)(?P<rest>=.*)$")
 # The settings keyed by method or dataset name, empty by default: an entry is always an addition.
+# (Not timeout_s: a number there is every method's limit, which one method's entry would replace.)
 _MAP_ENTRY = re.compile(
-    r"^\+{0,2}(?P<key>(?:grids|method_seeds|timeout_s|dataset_overrides|method_overrides)\.[^=]+)(?P<rest>=.*)$"
+    r"^\+{0,2}(?P<key>(?:grids|method_seeds|dataset_overrides|method_overrides)\.[^=]+)(?P<rest>=.*)$"
 )
 
 
@@ -64,16 +64,23 @@ def rewrite_overrides(words: list[str]) -> list[str]:
     Likewise ``dataset.K=V`` → ``++dataset.K=V`` for a key some dataset file holds (``subsample``,
     ``impute``, …): a file that leaves an optional key out gets it, as one that holds it does; and
     an entry of a map keyed by method or dataset (``grids.kmeans.n_init=[1,10]``,
-    ``method_seeds.dbscan=[0]``, ``timeout_s.spectral=60``, …) is set with ``++``, added or
-    replaced, whatever the experiment holds."""
+    ``method_seeds.dbscan=[0]``, …) is set with ``++``, added or replaced, whatever the experiment
+    holds. A key the named experiments sweep (``hydra.sweeper.params``) is left as typed: Hydra
+    replaces a swept key by the command line's only under the same spelling."""
+    swept = _swept_keys(words)
     rewritten = []
     for word in words:
         entry = _MAP_ENTRY.match(word)
-        if entry is not None:
+        if entry is not None and entry["key"] not in swept:
             rewritten.append(f"++{entry['key']}{entry['rest']}")
             continue
         dataset = _DATASET_KEY.match(word)
-        if dataset is not None and dataset["key"] != "source" and dataset["key"] in file_keys("dataset"):
+        if (
+            dataset is not None
+            and dataset["key"] != "source"
+            and dataset["key"] in file_keys("dataset")
+            and f"dataset.{dataset['key']}" not in swept
+        ):
             rewritten.append(f"++dataset.{dataset['key']}{dataset['rest']}")
             continue
         match = _METHOD_KEY.match(word)
@@ -83,6 +90,19 @@ def rewrite_overrides(words: list[str]) -> list[str]:
         op = "~" if match["op"] == "~" else "++"
         rewritten.append(f"{op}method.estimator.{match['key']}{match['rest'] or ''}")
     return rewritten
+
+
+def _swept_keys(words: list[str]) -> set[str]:
+    """The keys the experiments named in ``words`` (``experiment=a,b``) sweep themselves."""
+    keys = set()
+    for word in words:
+        name, _, value = word.partition("=")
+        if name.lstrip("+") == "experiment":
+            for experiment in value.split(","):
+                if experiment in options("experiment"):
+                    params = OmegaConf.select(load_option("experiment", experiment), "hydra.sweeper.params")
+                    keys |= {str(key) for key in params or {}}
+    return keys
 
 
 @cache
@@ -148,10 +168,17 @@ def check_bare_words(words: list[str]) -> None:
         raise UserError(f"'{word}' is not an override (key=value); {hint}")
 
 
+# Hydra's flags that print instead of running (the config, its sources, its help).
+_INSPECTING = {"-c", "--cfg", "-i", "--info", "--help", "-h", "--hydra-help", "-sc", "--shell-completion"}
+
+
 def check_launcher(words: list[str], multirun: bool) -> None:
-    """A launcher's settings are read only with a launcher chosen, and a launcher only under -m:
-    either alone would be accepted by Hydra and change nothing."""
-    chosen = any(re.match(r"^\+{0,2}hydra/launcher=", word) for word in words)
+    """A launcher's settings are read only with a launcher chosen (on the command line or in a
+    named experiment's defaults), and a launcher only under -m: either alone would be accepted
+    by Hydra and change nothing. Commands that only print the config are left alone."""
+    if _INSPECTING & set(words):
+        return
+    chosen = any(re.match(r"^\+{0,2}hydra/launcher=", word) for word in words) or _experiment_launches(words)
     settings = [word for word in words if re.match(r"^\+{0,2}hydra\.launcher\.", word)]
     if settings and not chosen:
         raise UserError(
@@ -164,19 +191,35 @@ def check_launcher(words: list[str], multirun: bool) -> None:
         )
 
 
+def _experiment_launches(words: list[str]) -> bool:
+    """Whether an experiment named in ``words`` chooses a launcher in its own defaults list."""
+    for word in words:
+        name, _, value = word.partition("=")
+        if name.lstrip("+") == "experiment":
+            for experiment in value.split(","):
+                if experiment in options("experiment"):
+                    defaults = load_option("experiment", experiment).get("defaults") or []
+                    if any("hydra/launcher" in str(entry) for entry in defaults):
+                        return True
+    return False
+
+
 def check_global_package(experiment: str) -> None:
     """An experiment file sets top-level keys (its sweep under ``hydra:``, ``grids``, …) only
     under Hydra's ``# @package _global_`` header; without it Hydra nests the whole file under
     ``experiment:``, where nothing reads it, and the run quietly does the defaults."""
+    from hydra.plugins.config_source import ConfigSource
+
     path = CONF_DIR / "experiment" / f"{experiment}.yaml"
-    header = []
-    for line in path.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            break
-        header.append(line.strip())
-    if not any(re.fullmatch(r"#\s*@package\s+_global_", line) for line in header):
+    # Hydra's own reading: only the file's first lines of the form "# @key value", blank lines
+    # between them skipped, make its header.
+    try:
+        package = ConfigSource._get_header_dict(path.read_text()).get("package")
+    except ValueError:  # a malformed header line: Hydra's own error says it
+        return
+    if package != "_global_":
         raise UserError(
-            f"{path.relative_to(CONF_DIR.parent)} lacks the header '# @package _global_' (its first line): "
+            f"{path.relative_to(CONF_DIR.parent)} lacks the header '# @package _global_' as its first line: "
             "without it Hydra nests the file under experiment: and runs the defaults; add that line"
         )
 
@@ -196,7 +239,7 @@ def check_overrides(words: list[str]) -> Path | None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    multirun = bool({"-m", "--multirun"} & set(words))
+    multirun = bool({"-m", "--multirun"} & set(words)) or "hydra.mode=MULTIRUN" in words
     check_bare_words(words)
     check_launcher(words, multirun)
     # Hydra's flags (-m, --cfg job, …) are not overrides; "~key" deletes a key.

@@ -44,12 +44,31 @@ pytestmark = pytest.mark.slow
         ("grids.clam={beta_scale:[1]}", "++grids.clam={beta_scale:[1]}"),
         ("+grids.kmeans.n_init=[1,10]", "++grids.kmeans.n_init=[1,10]"),
         ("method_seeds.dbscan=[0]", "++method_seeds.dbscan=[0]"),
-        ("timeout_s.spectral=60", "++timeout_s.spectral=60"),
-        ("timeout_s=60", "timeout_s=60"),
+        ("timeout_s.spectral=60", "timeout_s.spectral=60"),  # would replace a number for every method
     ],
 )
 def test_method_and_dataset_keys_are_rewritten_to_set_what_the_user_means(word, rewritten):
     assert rewrite_overrides([word]) == [rewritten]
+
+
+def test_a_key_the_experiment_sweeps_keeps_its_spelling(monkeypatch):
+    """Hydra replaces an experiment's swept key by the command line's only under the same key:
+    ++dataset.subsample would sweep beside it, in duplicate jobs."""
+    from clusterbench import overrides
+
+    monkeypatch.setattr(overrides, "_swept_keys", lambda words: {"dataset.subsample"})
+    assert rewrite_overrides(["experiment=mine", "dataset.subsample=50", "dataset.impute=mean"]) == [
+        "experiment=mine",
+        "dataset.subsample=50",
+        "++dataset.impute=mean",
+    ]
+    monkeypatch.undo()
+    assert overrides._swept_keys(["-m", "experiment=prcut_table2"]) == {
+        "dataset",
+        "method",
+        "metrics",
+        "seed",
+    }
 
 
 @pytest.mark.parametrize(
@@ -62,7 +81,7 @@ def test_method_and_dataset_keys_are_rewritten_to_set_what_the_user_means(word, 
         ("dataset.impute", True),
         ("profile.epochs", True),
         ("hydra.launcher.n_jobs", True),
-        ("hydra.fooo", False),
+        ("hydra.job.env_set.OMP_NUM_THREADS", True),
         ("experiment", True),
         ("beta", False),
         ("dataset.beta", False),
@@ -177,7 +196,13 @@ def test_an_experiment_file_without_the_global_package_header_is_refused(tmp_pat
         UserError, match=re.escape("conf/experiment/mine.yaml lacks the header '# @package _global_'")
     ):
         overrides.check_global_package("mine")
+    # Hydra reads a header only from the file's first lines: after another comment it is ignored.
     (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# my sweep\n# @package _global_\nseed: 1\n")
+    with pytest.raises(UserError, match="lacks the header"):
+        overrides.check_global_package("mine")
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text(
+        "\n# @package _global_\n# my sweep\nseed: 1\n"
+    )
     overrides.check_global_package("mine")
 
 

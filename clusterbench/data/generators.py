@@ -213,7 +213,7 @@ def double_mnist(n_samples: int = 10000, random_state: int = 0) -> RawData:
     """
     if n_samples < 100:  # fewer would leave some of the 100 classes empty
         raise UserError(f"double_mnist needs n_samples ≥ 100, one image of each class, got {n_samples}")
-    mnist = call_source(OmegaConf.load(MNIST_CONFIG).source)  # the mnist config's own source
+    mnist = call_source(OmegaConf.load(MNIST_CONFIG).source, "mnist")  # the mnist config's own source
     digits = np.asarray(mnist.y).astype(np.int64)
     rng = np.random.default_rng(random_state)
     y = np.concatenate([np.repeat(np.arange(100), n_samples // 100), np.arange(n_samples % 100)])

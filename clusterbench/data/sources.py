@@ -7,6 +7,7 @@ Every source is a plain function named by ``_target_`` in ``conf/dataset/*.yaml`
 
 from __future__ import annotations
 
+import inspect
 import io
 import os
 from dataclasses import dataclass, replace
@@ -142,7 +143,7 @@ def call_source(source, dataset: str | None = None) -> RawData:
         raise UserError(
             f"dataset '{dataset}': its source {target} failed ({type(exc).__name__}: {first_line(exc)}); "
             "check the source's arguments (dataset.source.*) and what it reads"
-        ) from None
+        ) from exc
 
 
 def write_npz(path: Path, data: RawData) -> None:
@@ -257,7 +258,12 @@ def sklearn_bundled(loader: str) -> RawData:
     """A data set shipped inside scikit-learn, e.g. ``load_digits``."""
     import sklearn.datasets
 
-    loaders = [name for name in dir(sklearn.datasets) if name.startswith("load_")]
+    loaders = [
+        name
+        for name in dir(sklearn.datasets)
+        if name.startswith("load_")
+        and "return_X_y" in inspect.signature(getattr(sklearn.datasets, name)).parameters
+    ]
     if loader not in loaders:
         raise UserError(
             f"scikit-learn has no dataset loader '{loader}'; dataset.source.loader is one of: "

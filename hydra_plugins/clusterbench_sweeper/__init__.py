@@ -82,8 +82,9 @@ class ResumingSweeper(BasicSweeper):
 
 def _checked(results):
     """``results`` once each job's return is read: a job that raised (an error outside any fit,
-    which the runner records itself) raises here, as under Hydra's basic sweeper, instead of
-    ending the sweep as if it had no points."""
+    which the runner records itself) raises here, as Hydra's basic sweeper raises after its batch,
+    instead of ending the sweep as if it had no points. Jobs are launched one at a time, so the
+    sweep stops at the first: such an error (a config's, the code's) would recur in every job."""
     for result in results:
         _ = result.return_value
     return results
