@@ -92,17 +92,26 @@ def rewrite_overrides(words: list[str]) -> list[str]:
     return rewritten
 
 
+def _named_experiments(words: list[str]) -> list:
+    """The raw files of the known experiments named in ``words`` (``experiment=a,b``); an unknown
+    name is left to the overrides' check, which names it."""
+    known = options("experiment")
+    return [
+        load_option("experiment", experiment)
+        for word in words
+        if word.partition("=")[0].lstrip("+") == "experiment"
+        for experiment in word.partition("=")[2].split(",")
+        if experiment in known
+    ]
+
+
 def _swept_keys(words: list[str]) -> set[str]:
-    """The keys the experiments named in ``words`` (``experiment=a,b``) sweep themselves."""
-    keys = set()
-    for word in words:
-        name, _, value = word.partition("=")
-        if name.lstrip("+") == "experiment":
-            for experiment in value.split(","):
-                if experiment in options("experiment"):
-                    params = OmegaConf.select(load_option("experiment", experiment), "hydra.sweeper.params")
-                    keys |= {str(key) for key in params or {}}
-    return keys
+    """The keys the experiments named in ``words`` sweep themselves."""
+    return {
+        str(key)
+        for experiment in _named_experiments(words)
+        for key in OmegaConf.select(experiment, "hydra.sweeper.params") or {}
+    }
 
 
 @cache
@@ -193,15 +202,11 @@ def check_launcher(words: list[str], multirun: bool) -> None:
 
 def _experiment_launches(words: list[str]) -> bool:
     """Whether an experiment named in ``words`` chooses a launcher in its own defaults list."""
-    for word in words:
-        name, _, value = word.partition("=")
-        if name.lstrip("+") == "experiment":
-            for experiment in value.split(","):
-                if experiment in options("experiment"):
-                    defaults = load_option("experiment", experiment).get("defaults") or []
-                    if any("hydra/launcher" in str(entry) for entry in defaults):
-                        return True
-    return False
+    return any(
+        "hydra/launcher" in str(entry)
+        for experiment in _named_experiments(words)
+        for entry in experiment.get("defaults") or []
+    )
 
 
 def check_global_package(experiment: str) -> None:

@@ -258,13 +258,12 @@ def sklearn_bundled(loader: str) -> RawData:
     """A data set shipped inside scikit-learn, e.g. ``load_digits``."""
     import sklearn.datasets
 
-    loaders = [
-        name
-        for name in dir(sklearn.datasets)
-        if name.startswith("load_")
-        and "return_X_y" in inspect.signature(getattr(sklearn.datasets, name)).parameters
-    ]
-    if loader not in loaders:
+    def is_loader(name: str) -> bool:  # load_files, load_sample_image, … return no (X, y)
+        function = getattr(sklearn.datasets, name, None) if name.startswith("load_") else None
+        return function is not None and "return_X_y" in inspect.signature(function).parameters
+
+    if not is_loader(loader):
+        loaders = [name for name in dir(sklearn.datasets) if is_loader(name)]
         raise UserError(
             f"scikit-learn has no dataset loader '{loader}'; dataset.source.loader is one of: "
             f"{', '.join(loaders)}"
