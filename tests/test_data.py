@@ -579,6 +579,23 @@ def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeyp
         import_folder(tmp_path / "nowhere", cache)
 
 
+def test_import_names_the_files_no_dataset_config_reads(tmp_path, capsys):
+    from clusterbench.data.cache import import_folder
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    spec = load_option("dataset", "zoo")
+    np.savez(folder / "zoo.npz", X=np.zeros(spec.shape), y=np.arange(spec.shape[0]) % spec.n_clusters)
+    import_folder(folder, tmp_path / "cache")
+    assert "no dataset config" not in capsys.readouterr().out
+    np.savez(folder / "mystery.npz", X=np.zeros((4, 2)), y=np.arange(4) % 2)
+    import_folder(folder, tmp_path / "cache")
+    out = capsys.readouterr().out
+    assert "imported 2 file(s)" in out
+    assert "no dataset config reads mystery.npz:" in out and "dataset.path=FILE.npz" in out
+    assert "zoo.npz:" not in out
+
+
 def test_labels_from_a_users_own_source_function_of_mixed_or_missing_objects():
     from clusterbench.data import as_labels
 

@@ -49,6 +49,21 @@ def import_folder(folder: Path, cache: Path) -> None:
         f"imported {len(files)} file(s) into {cache}"
         + (f" (replaced different files of the same name: {', '.join(replaced)})" if replaced else "")
     )
+    unread = sorted({file.stem for file in files} - set(cached_files().values()))
+    if unread:  # legitimate (a config may follow), but `dataset=<name>` would not find them yet
+        print(
+            f"no dataset config reads {', '.join(f + '.npz' for f in unread)}: run such a file with "
+            "dataset=embeddings dataset.path=FILE.npz, or give it a conf/dataset/<name>.yaml "
+            "(docs/extending.md)"
+        )
+
+
+def cached_files() -> dict[str, str]:
+    """Each dataset config that reads a ``<name>.npz`` from the data folders, and that name."""
+    from clusterbench.data.sources import reads_cache
+
+    specs = {name: load_option("dataset", name) for name in options("dataset")}
+    return {name: spec.source.name for name, spec in specs.items() if reads_cache(spec.source)}
 
 
 def check_files(folder: Path, names: list[str] | None = None) -> dict[str, str]:
@@ -113,17 +128,16 @@ def verify_data(names: list[str] | None = None) -> int:
     (each named on stderr with how to get it); an unknown name is a user error before any check."""
     import sys
 
-    from clusterbench.data.sources import cache_dir, data_folders, find_npz, reads_cache
+    from clusterbench.data.sources import cache_dir, data_folders, find_npz
 
     for name in names or []:
         check_option("dataset", name)
     selected = list(dict.fromkeys(names)) if names else options("dataset")
-    specs = {name: load_option("dataset", name) for name in selected}
-    files = {name: spec.source.name for name, spec in specs.items() if reads_cache(spec.source)}
+    files = {name: file for name, file in cached_files().items() if name in selected}
     if names:
         for name in selected:
             if name not in files:  # a generator or scikit-learn: there is no file to check
-                target = str(specs[name].source._target_)
+                target = str(load_option("dataset", name).source._target_)
                 kind = "sklearn" if target.endswith(".sklearn_bundled") else f"made by {target}"
                 print(f"  {name:<20} no file to check ({kind})")
     read_from = {name: find_npz(file) for name, file in files.items()}
