@@ -107,7 +107,7 @@ def command_run(words: list[str]) -> int:
 
 
 def command_table(words: list[str]) -> int:
-    from clusterbench.tables import build_table
+    from clusterbench.tables import build_table, run_command
 
     parser = argparse.ArgumentParser(prog="clusterbench table")
     parser.add_argument("names", nargs="*", help="table specs in conf/table (see `clusterbench list`)")
@@ -135,8 +135,8 @@ def command_table(words: list[str]) -> int:
     if args.all and not built:
         raise UserError(
             f"no table's experiments have records under {args.results_dir}/runs/{args.profile}; run one "
-            "(clusterbench run -m experiment=NAME), or name the folder and profile that hold them "
-            "(--results-dir, --profile)"
+            f"({run_command('NAME', args.profile, args.results_dir)}), or name the folder and profile "
+            "that hold them (--results-dir, --profile)"
         )
     return 0
 

@@ -7,8 +7,8 @@
 The paper's scale: 20 restarts per fit, the full 5000-point BLOBS and CLASSIFICATION, Fig. 8's
 sweeps up to k = 10000 on 20000 points (the longest part: an hour or more at one thread; each fit's
 row goes to results/benchmarks/kr_fig8_cpu.csv as it ends, and a rerun resumes from it). Quick:
-3 restarts, 1000-point subsamples, Fig. 8 at a twentieth of its sizes, two per sweep (a few
-minutes, most of it Fig. 8's 24 fits, each in a fresh process). Each
+3 restarts, 1000-point subsamples, Fig. 8 at a twentieth of its sizes, two per sweep (several
+minutes, most of it Fig. 8's 30 fits, each in a fresh process that imports torch and scikit-learn). Each
 title says its scale; the computation and drawing live in ``clusterbench.figures.khatri_rao``.
 """
 
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument(
         "figures", nargs="*", help=f"figure numbers among {', '.join(FIGURES)} (default: all)"
     )
-    parser.add_argument("--quick", action="store_true", help="small scale: a few minutes, for checking")
+    parser.add_argument("--quick", action="store_true", help="small scale, for checking: minutes")
     parser.add_argument("--out", type=Path, help=f"output folder (default: {FULL_OUT}; --quick: {QUICK_OUT})")
     parser.add_argument(
         "--threads", type=positive_int, default=1, help="torch and OpenMP threads per fit (default 1)"

@@ -59,7 +59,7 @@ def main() -> None:
         experiment, dataset = figures.FIG1_EXPERIMENT, args.dataset
         message = (
             f"Fig. 1: no {args.profile}-profile {experiment} run on {dataset} with a trace under "
-            f"{args.results}; run  clusterbench run -m experiment={experiment} dataset={dataset} "
+            f"{args.results}; run clusterbench run -m experiment={experiment} dataset={dataset} "
             f"profile={args.profile} results_dir={args.results}"
         )
         if args.missing_ok:

@@ -385,14 +385,24 @@ def test_a_results_dir_that_is_not_a_writable_folder_exits_2_before_any_fit(tmp_
 
 def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
     result = run_cli("table", "clam_table1", "--results-dir", str(tmp_path), "--profile", "smoke")
-    assert_one_line_error(result, "no records of clam_baselines, clam_table1", "runs/smoke", "--profile")
+    assert_one_line_error(
+        result,
+        "no records of clam_baselines, clam_table1",
+        "runs/smoke",
+        "--profile",
+        # the run it suggests writes where this table reads
+        f"clusterbench run -m experiment=clam_baselines profile=smoke results_dir={tmp_path})",
+    )
     assert not list((tmp_path / "tables").rglob("*.md"))
 
 
 def test_all_tables_without_any_records_exit_2_naming_where_they_looked(tmp_path):
     result = run_cli("table", "--all", "--results-dir", str(tmp_path), "--profile", "smoke")
     assert_one_line_error(
-        result, f"no table's experiments have records under {tmp_path}/runs/smoke", "--results-dir"
+        result,
+        f"no table's experiments have records under {tmp_path}/runs/smoke",
+        "--results-dir",
+        f"experiment=NAME profile=smoke results_dir={tmp_path})",
     )
 
 

@@ -109,11 +109,20 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
         folder = records_folder(results_dir, profile)
         raise UserError(
             f"table {name}: no records of {', '.join(spec.experiments)} under {folder}; "
-            f"run them first (clusterbench run -m experiment={spec.experiments[0]} profile={profile}) "
+            f"run them first ({run_command(spec.experiments[0], profile, results_dir)}) "
             "or name the folder and profile that hold them (--results-dir, --profile)"
         )
     _check_against_records(spec, records)
     return write_table(spec, records, Path(results_dir) / "tables" / profile, profile, results_dir)
+
+
+def run_command(experiment: str, profile: str, results_dir: Path) -> str:
+    """The command that writes ``experiment``'s records where a table of ``profile`` built from
+    ``results_dir`` reads them (the defaults left out)."""
+    words = [f"clusterbench run -m experiment={experiment}"]
+    words += [f"profile={profile}"] if profile != "paper" else []
+    words += [f"results_dir={results_dir}"] if Path(results_dir) != Path("results") else []
+    return " ".join(words)
 
 
 def write_table(
