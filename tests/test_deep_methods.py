@@ -300,6 +300,14 @@ def test_bad_hyperparameters_fail_in_one_line_naming_the_fix(cls, params, messag
         cls(**{"n_clusters": 4, **params}).fit(X)
 
 
+@pytest.mark.parametrize("diverging", ["pretrain_lr", "lr"])
+def test_a_diverging_network_fails_naming_the_rates_not_the_data(blobs, diverging):
+    X, _ = blobs
+    params = {**SMALL, "pretrain_epochs": 3, "max_iter": 5, "update_interval": 1, diverging: 1e12}
+    with pytest.raises(FloatingPointError, match=r"training diverged .* lower pretrain_lr .* or lr"):
+        IDEC(n_clusters=4, **params, random_state=0, device="cpu").fit(X)
+
+
 def test_nan_in_the_data_is_refused_before_any_training(blobs, pretrain_calls):
     X, _ = blobs
     X = X.copy()

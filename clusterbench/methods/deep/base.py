@@ -421,9 +421,17 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     @torch.no_grad()
     def _embed(self, network: nn.Module, data: torch.Tensor) -> torch.Tensor:
-        return torch.cat(
+        embedding = torch.cat(
             [network.encode(data[i : i + EMBED_CHUNK]) for i in range(0, len(data), EMBED_CHUNK)]
         )
+        if not torch.isfinite(embedding).all():
+            # Diverged weights: k-means would blame the input data, and the nearest centre turn NaN
+            # into arbitrary labels recorded as a success.
+            raise FloatingPointError(
+                f"{type(self).__name__}: training diverged (NaN or inf in the network's embedding); "
+                f"lower pretrain_lr (now {self.pretrain_lr:g}) or lr (now {self.lr:g})"
+            )
+        return embedding
 
     def _optimizer(self, network: nn.Module | None, head: nn.Module) -> torch.optim.Optimizer:
         groups = [{"params": list(head.parameters()), "lr": self.centroid_lr or self.lr}]

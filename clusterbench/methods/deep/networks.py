@@ -277,7 +277,8 @@ class ConvAutoencoder(_Autoencoder):
         if min(height, width) < self.MIN_SIZE:
             raise ValueError(
                 f"ConvAutoencoder needs an image of at least {self.MIN_SIZE}×{self.MIN_SIZE} for its three "
-                f"stride-2 convolutions, got {height}×{width}"
+                f"stride-2 convolutions, got {height}×{width}: DCEC is for images (dec or idec cluster "
+                "feature vectors)"
             )
         self.image_shape = image_shape
         size = (height, width)
