@@ -153,6 +153,9 @@ def command_list(words: list[str]) -> int:
     for name in options("dataset"):
         spec = load_option("dataset", name)
         n, d = spec.get("shape") or ["?", "?"]  # a user's file (dataset=embeddings): its own shape
+        n_train = spec.source.get("n_train")
+        if spec.get("split") in ("train", "test") and n_train and isinstance(n, int):
+            n = n_train if spec.split == "train" else n - n_train  # the rows a run reads (MNIST-test)
         k = "?" if spec.get("n_clusters") is None else spec.n_clusters
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]

@@ -27,7 +27,9 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     ok = records[records["status"] == "ok"]
     if not ok.empty:
         wide = ok.pivot_table(index=run, columns="metric", values="value", aggfunc="first")
-        runs = runs.join(wide)
+        # pivot_table drops a metric that is NaN in every record (k-means' free_energy): kept, as
+        # a metric the runs were scored on, without a value
+        runs = runs.join(wide.reindex(columns=ok["metric"].unique()))
     runs = _one_run_per_fit(runs.reset_index(), metrics=list(ok["metric"].unique()))
     # In an order of what the runs are, not of their hashes: the first of runs tied on a
     # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).

@@ -272,6 +272,7 @@ def test_list_shows_datasets_with_shape_and_k_and_the_methods():
     assert rows["zoo"][1:4] == ["101", "16", "7"]
     assert rows["iris"][1:4] == ["150", "4", "3"]
     assert rows["ecoli"][1:4] == ["336", "7", "8"]
+    assert rows["mnist_test"][1:4] == ["10000", "784", "10"]  # its split's rows, not the file's 70000
     assert set(options("dataset")) <= set(rows)
     methods = next(line for line in result.stdout.splitlines() if line.startswith("method: "))
     assert methods.removeprefix("method: ").split(", ") == options("method")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import inspect
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -592,7 +593,8 @@ def test_import_names_the_files_no_dataset_config_reads(tmp_path, capsys):
     import_folder(folder, tmp_path / "cache")
     out = capsys.readouterr().out
     assert "imported 2 file(s)" in out
-    assert "no dataset config reads mystery.npz:" in out and "dataset.path=FILE.npz" in out
+    assert "no dataset config reads mystery.npz:" in out
+    assert f"dataset.path={(tmp_path / 'cache' / 'mystery.npz').resolve()}," in out
     assert "zoo.npz:" not in out
 
 
@@ -642,6 +644,18 @@ def test_a_missing_or_malformed_embeddings_file_is_one_user_error_naming_the_fix
         _embeddings(path)
     message = str(error.value)
     assert expected in message and "dataset.path=FILE.npz" in message
+
+
+def test_an_embeddings_file_named_bare_points_to_the_data_folder_that_holds_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    np.savez(tmp_path / "cache" / "feats.npz", X=np.zeros((4, 2)), y=np.arange(4) % 2)
+    monkeypatch.chdir(tmp_path)  # where feats.npz is not
+    held = tmp_path / "cache" / "feats.npz"
+    with pytest.raises(UserError, match=re.escape(f"a data folder holds {held}: give dataset.path={held}")):
+        _embeddings("feats.npz")
+    with pytest.raises(UserError, match=re.escape("give dataset.path=FILE.npz")):  # held nowhere
+        _embeddings("other.npz")
 
 
 def test_column_major_images_are_loaded_row_major(tmp_path, monkeypatch):

@@ -237,6 +237,12 @@ def test_data_verify_checks_the_bundled_copies_and_says_how_to_fill_an_empty_cac
         f"the data cache {user_cache(home)} holds no datasets: copy .npz files in with "
         "`clusterbench data import FOLDER`, or fetch one with `clusterbench data pull NAME`"
     ]
+    # Each dataset held nowhere is named with a way to get it that works: yale has no OpenML id.
+    (nowhere,) = [line for line in out.splitlines() if line.startswith("held nowhere: ")]
+    downloadable, local = nowhere.removeprefix("held nowhere: ").split("; ")
+    assert downloadable.endswith(" (data pull NAME or data import FOLDER)") and "mnist" in downloadable
+    assert local.endswith(" (data import FOLDER only: no OpenML id)") and "yale" in local
+    assert "yale" not in downloadable and "mnist" not in local
 
 
 def test_data_verify_of_a_dataset_held_nowhere_exits_1_naming_the_fix(home, capsys):

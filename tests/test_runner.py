@@ -34,6 +34,7 @@ from clusterbench.results import (
 )
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.runs import wide_runs
+from clusterbench.summary import summarize
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
@@ -369,6 +370,16 @@ def test_a_suite_with_a_metric_of_the_fitted_estimator_fits_again(tmp_path, kmea
     assert refit.status == "ok" and len(kmeans_fits) == 2  # n_params reads the estimator
     runs = wide_runs(load_records(tmp_path, "smoke"))
     assert len(runs) == 1 and runs["size"].iloc[0] == 12 and runs["purity"].notna().all()
+
+
+def test_a_metric_without_a_value_in_any_record_stays_a_column_of_the_runs(tmp_path, kmeans_fits):
+    # k-means has no free energy: NaN in every record of suite kcprime. Beside a second suite of
+    # the same fit, the runs named it and the summary raised KeyError.
+    run_job(iris(tmp_path, "metrics=kcprime"))
+    run_job(iris(tmp_path))
+    runs = wide_runs(load_records(tmp_path, "smoke"))
+    assert len(runs) == 1 and runs["free_energy"].isna().all() and runs["sc"].notna().all()
+    assert summarize(load_records(tmp_path, "smoke"))["sc_n"].tolist() == [1]
 
 
 def test_a_point_skipped_under_another_suite_is_not_tried_again(tmp_path, kmeans_fits):

@@ -52,9 +52,9 @@ def import_folder(folder: Path, cache: Path) -> None:
     unread = sorted({file.stem for file in files} - set(cached_files().values()))
     if unread:  # legitimate (a config may follow), but `dataset=<name>` would not find them yet
         print(
-            f"no dataset config reads {', '.join(f + '.npz' for f in unread)}: run such a file with "
-            "dataset=embeddings dataset.path=FILE.npz, or give it a conf/dataset/<name>.yaml "
-            "(docs/extending.md)"
+            f"no dataset config reads {', '.join(f + '.npz' for f in unread)}: run one with "
+            f"dataset=embeddings dataset.path={cache.resolve() / (unread[0] + '.npz')}, or give it a "
+            "conf/dataset/<name>.yaml (docs/extending.md)"
         )
 
 
@@ -133,7 +133,8 @@ def verify_data(names: list[str] | None = None) -> int:
     for name in names or []:
         check_option("dataset", name)
     selected = list(dict.fromkeys(names)) if names else options("dataset")
-    files = {name: file for name, file in cached_files().items() if name in selected}
+    cached = cached_files()
+    files = {name: cached[name] for name in selected if name in cached}  # in the order asked
     if names:
         for name in selected:
             if name not in files:  # a generator or scikit-learn: there is no file to check
@@ -168,5 +169,12 @@ def verify_data(names: list[str] | None = None) -> int:
             )
         return 1
     if missing:
-        print(f"held nowhere (data pull NAME or data import FOLDER): {', '.join(missing)}")
+        from clusterbench.data.sources import import_only
+
+        local = [name for name in missing if import_only(load_option("dataset", name).source)]
+        groups = [
+            ("data pull NAME or data import FOLDER", [name for name in missing if name not in local]),
+            ("data import FOLDER only: no OpenML id", local),
+        ]
+        print("held nowhere: " + "; ".join(f"{', '.join(held)} ({how})" for how, held in groups if held))
     return 1 if failed else 0

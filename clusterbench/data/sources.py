@@ -250,6 +250,9 @@ def npz_file(path: str | None) -> RawData:
         raise UserError(f"dataset.path is not set; {fix}")
     file = Path(str(path)).expanduser()
     if not file.is_file():
+        held = find_npz(file.stem) if file.parent == Path(".") and file.suffix == ".npz" else None
+        if held is not None:  # a bare name, as `data import` copied it: the path is the folder's
+            fix = f"a data folder holds {held[1]}: give dataset.path={held[1]}"
         raise UserError(f"dataset.path {file} is no file; {fix}")
     return read_npz(file, fix)
 
