@@ -142,6 +142,7 @@ def command_table(words: list[str]) -> int:
 
 
 def command_list(words: list[str]) -> int:
+    from clusterbench.data import split_slice
     from clusterbench.data.sources import find_npz, reads_cache
 
     if words:
@@ -155,7 +156,7 @@ def command_list(words: list[str]) -> int:
         n, d = spec.get("shape") or ["?", "?"]  # a user's file (dataset=embeddings): its own shape
         n_train = spec.source.get("n_train")
         if spec.get("split") in ("train", "test") and n_train and isinstance(n, int):
-            n = n_train if spec.split == "train" else n - n_train  # the rows a run reads (MNIST-test)
+            n = len(range(n)[split_slice(spec.split, n_train)])  # the rows a run reads (MNIST-test)
         k = "?" if spec.get("n_clusters") is None else spec.n_clusters
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]

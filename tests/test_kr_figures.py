@@ -62,7 +62,12 @@ def test_colour_quantization_codebooks_and_their_inertia(one_torch_thread):
     assert len(figures.draw_quantization(result, "test").axes) == 4
 
 
-def test_scalability_writes_each_fit_and_a_rerun_measures_nothing_again(tmp_path, monkeypatch):
+def test_scalability_writes_each_fit_and_a_rerun_measures_nothing_again(
+    tmp_path, monkeypatch, one_torch_thread
+):
+    # The fits run here, not each in a fresh process (the test above covers that path): five
+    # processes importing torch and scikit-learn were most of this test's time.
+    monkeypatch.setattr(figures, "fit_in_fresh_process", figures._fit_here)
     sweeps = {"k": {"values": (64, 100), "fixed": {"n": 400, "d": 8}}}
     measurements = tmp_path / "fig8.csv"
     first = figures.scalability(sweeps=sweeps, max_iter=3, points=1, measurements=measurements)

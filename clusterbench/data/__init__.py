@@ -61,6 +61,12 @@ def stratified_subsample(y: np.ndarray, size: int, seed: int) -> np.ndarray:
     return np.sort(index)
 
 
+def split_slice(split: str, n_train: int) -> slice:
+    """The rows of ``split`` ("train" or "test") in a file that stores its ``n_train`` training
+    rows first (MNIST-test is ``mnist``'s rows 60000 on)."""
+    return slice(None, n_train) if split == "train" else slice(n_train, None)
+
+
 def _split(raw: RawData, split: str | None, name: str) -> RawData:
     if split is None:
         return raw
@@ -73,7 +79,7 @@ def _split(raw: RawData, split: str | None, name: str) -> RawData:
             f"dataset '{name}': n_train={raw.n_train} does not split its {len(raw.y)} rows; "
             "give source.n_train for this file, or remove dataset.split"
         )
-    part = {"train": slice(None, raw.n_train), "test": slice(raw.n_train, None)}[split]
+    part = split_slice(split, raw.n_train)
     return RawData(raw.X[part], raw.y[part])
 
 
