@@ -308,6 +308,30 @@ def test_a_diverging_network_fails_naming_the_rates_not_the_data(blobs, divergin
         IDEC(n_clusters=4, **params, random_state=0, device="cpu").fit(X)
 
 
+def test_numpy_integer_hyperparameters_fit_and_key_the_cache_as_python_ints(blobs, pretrain_calls):
+    """A scikit-learn grid over np.arange gives NumPy integers: the cache key failed to serialise
+    them and the networks refused them as "not a positive int"."""
+    X, _ = blobs
+    as_numpy = {"layers": (np.int64(16), np.int64(4)), "pretrain_epochs": np.int64(15)}
+    fits = [
+        IDEC(n_clusters=4, **{**SMALL, **given}, max_iter=5, random_state=0, device="cpu").fit(X)
+        for given in (as_numpy, {})
+    ]
+    assert len(pretrain_calls) == 1  # the Python ints' fit read the NumPy ints' network
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    model = KhatriRaoIDEC(n_clusters=4, **SMALL, hadamard_multiplier=np.int64(2), max_iter=5, random_state=0)
+    assert len(np.unique(model.fit(X).labels_)) == 4
+
+
+def test_khatri_rao_set_sizes_are_checked_against_the_centroids_they_give(blobs):
+    """h overrides n_clusters: 2 x 2 centroids fit 6 points even where n_clusters = 8 would not."""
+    X, _ = blobs
+    params = {**SMALL, "layers": (4, 2), "pretrain_epochs": 1, "max_iter": 2, "random_state": 0}
+    assert len(KhatriRaoIDEC(n_clusters=8, h=(2, 2), **params).fit(X[:6]).labels_) == 6
+    with pytest.raises(HyperparameterError, match="needs at least as many points as its 9 centroids, got 6"):
+        KhatriRaoIDEC(n_clusters=2, h=(3, 3), **params).fit(X[:6])
+
+
 def test_nan_in_the_data_is_refused_before_any_training(blobs, pretrain_calls):
     X, _ = blobs
     X = X.copy()

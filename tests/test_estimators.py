@@ -51,6 +51,33 @@ def test_a_negative_seed_is_a_hyperparameter_error(name):
         ESTIMATORS[name](random_state=-1).fit(X)
 
 
+@pytest.mark.parametrize("init", ["random", "k-means++"])
+def test_clam_seeded_from_data_points_refuses_more_clusters_than_points(init):
+    """With init='random' CLAM drew at most n distinct points and silently returned fewer
+    prototypes. Its default Gaussian prototypes need no points (a test of CLAM's uses 50 for 40)."""
+    with pytest.raises(
+        HyperparameterError, match=r"CLAM n_clusters must be at most the number of points \(10\)"
+    ):
+        CLAM(n_clusters=11, init=init, epochs=2, restarts=1, device="cpu").fit(X[:10])
+
+
+@pytest.mark.parametrize(
+    ("model", "init"),
+    [
+        (
+            KMeansCPrime(3, n_init=1, device="cpu"),
+            np.array([[np.nan, 0, 0, 0], [1, 1, 1, 1], [-1, -1, -1, -1]]),
+        ),
+        (KhatriRaoKMeans(h=[2, 2], n_init=1, device="cpu"), [np.full((2, 4), np.inf), np.zeros((2, 4))]),
+    ],
+    ids=["KMeansCPrime", "KhatriRaoKMeans"],
+)
+def test_a_non_finite_init_array_is_refused(model, init):
+    """A NaN starting centre put every point in cluster 0 with a NaN objective, silently."""
+    with pytest.raises(ValueError, match="must hold finite values"):
+        model.set_params(init=init).fit(X)
+
+
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_predict_names_a_wrong_number_of_features(name):
     model = ESTIMATORS[name](random_state=0).fit(X)

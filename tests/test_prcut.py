@@ -314,6 +314,23 @@ def test_bad_input_is_one_clear_hyperparameter_error(settings, fit_y, message):
         PRCut(**{"n_clusters": 2, **SMALL, "n_neighbors": 3, **settings}).fit(X)
 
 
+def test_a_diverging_network_fails_naming_the_rate_not_one_cluster_recorded_as_success(blobs):
+    """NaN weights gave NaN probabilities, whose arg max put every point in cluster 0: a fit that
+    returned one cluster and a ratio cut of 0 instead of failing."""
+    X, _ = blobs
+    with pytest.raises(FloatingPointError, match=r"training diverged .* lower lr \(now 1e\+12\)"):
+        PRCut(4, **{**SMALL, "lr": 1e12}, random_state=0).fit(X)
+
+
+def test_a_sharp_cosine_similarity_trains_without_overflow(blobs):
+    """exp(cos/τ) overflowed float32 once 1/τ > 88 (τ = 0.01 here): NaN weights and one cluster.
+    The training kernel exp((cos − 1)/τ) differs by a constant that the loss divides out."""
+    X, _ = blobs
+    model = PRCut(4, **{**SMALL, "steps": 200}, similarity="cosine", temperature=0.01, random_state=0).fit(X)
+    assert np.isfinite(model.ratio_cut_) and np.isfinite(model.history_["bound"]).all()
+    assert len(np.unique(model.labels_)) > 1
+
+
 def test_nan_and_cuda_without_a_gpu_are_clear_errors():
     X = np.random.default_rng(7).normal(size=(20, 2))
     X[3, 0] = np.nan

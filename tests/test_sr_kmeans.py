@@ -314,6 +314,17 @@ def test_small_fits_find_the_three_patterns_and_record_the_information(model, im
     assert model.embedding_.shape == (60, 3)
 
 
+@pytest.mark.parametrize("cls", METHODS)
+def test_a_fit_leaves_the_callers_torch_generator_where_it_was(cls, images):
+    """MI-ADM and MI-D drew their classifier's default initialisation (then overwritten) from the
+    caller's global generator, outside the fit's own seeded block."""
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    cls(3, **TINY, random_state=0).fit(images[0])
+    torch.testing.assert_close(torch.rand(3), expected, rtol=0, atol=0)
+
+
 def test_prior_corrected_labels_are_the_codes_rule(images):
     """argmax_k z·θ_kᵀ/(λK) + ½ log q̂_k, recomputed from the fitted attributes."""
     X = images[0]

@@ -31,7 +31,7 @@ from clusterbench.validation import (
 
 ESTIMATORS = [CLAM, DEC, IsotropicGMM, KhatriRaoKMeans, KhatriRaoNaive, KMeansCPrime, LazyKMeans]
 SEED_AND_DEVICE = [
-    ("random_state", "None or an integer ≥ 0"),
+    ("random_state", "None or an integer in [0, 2**63)"),
     ("device", "one of auto, cpu, cuda"),
     ("n_threads", "None or an integer ≥ 1"),
 ]
@@ -171,13 +171,28 @@ def test_every_hyperparameter_is_checked_in_order_with_its_message(cls):
         ),
         (
             KhatriRaoNaive(random_state=True),
-            "KhatriRaoNaive random_state must be None or an integer ≥ 0, got True",
+            "KhatriRaoNaive random_state must be None or an integer in [0, 2**63), got True",
         ),
     ],
     ids=lambda v: type(v).__name__ if not isinstance(v, str) else "",
 )
 def test_cross_parameter_and_boundary_messages(estimator, message):
     assert outcome(estimator) == message
+
+
+def test_seeds_are_bounded_by_the_generators_that_take_them():
+    """A seed past what torch (signed 64-bit) or NumPy's RandomState (32-bit, which scikit-learn
+    seeds) accept failed inside the fit with their internal message."""
+    from clusterbench.methods import SpectralKNN
+
+    assert outcome(KMeansCPrime(random_state=2**63 - 1)) == "ok"
+    assert outcome(KMeansCPrime(random_state=2**63)) == (
+        f"KMeansCPrime random_state must be None or an integer in [0, 2**63), got {2**63}"
+    )
+    with pytest.raises(
+        HyperparameterError, match=r"random_state must be None or an integer in \[0, 2\*\*32\)"
+    ):
+        SpectralKNN(n_clusters=2, n_neighbors=3, random_state=2**32).fit([[0.0], [1.0], [2.0], [3.0]])
 
 
 def test_the_vocabulary_says_what_it_allows():
@@ -221,7 +236,9 @@ BASES = {
     KhatriRaoNaive: [{"aggregator": "sum"}],
     KMeansCPrime: [{"n_clusters": 2}, {"n_clusters": "x"}, {"n_clusters": 100}],
 }
-SWEEP_SHA256 = "50e3236339964ce800235caf3a521e1f778c5e1d0e3f56eb6595c5727ac70f32"
+# Recorded again when random_state's bound was added: the old sweep with "an integer ≥ 0" replaced
+# by "an integer in [0, 2**63)" in its random_state messages is this sweep, line for line.
+SWEEP_SHA256 = "b084e1ea4a0b4667f33271ffd71fd5b4caeb1d0383a3d201aee9f3a0e295eca3"
 # Hyperparameters added after the digest was recorded; the ordered-messages test above covers them.
 ADDED_SINCE = {KMeansCPrime: {"track_likelihood"}}
 

@@ -49,6 +49,7 @@ from clusterbench.validation import (
     POSITIVE_REAL,
     Constraint,
     TorchHyperparameters,
+    check_enough_points,
     check_predict_input,
     in_interval,
     is_int,
@@ -316,6 +317,8 @@ class CLAM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         self._validate_params()
         with torch_threads(self.n_threads):
             X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
+            if self.init != "gaussian":  # 'random' and 'k-means++' draw k distinct data points
+                check_enough_points(self, len(X))
             self.n_features_in_ = X.shape[1]
             self.device_ = resolve_device(self.device)
             self.restart_seeds_ = restart_seeds(self.random_state, self.restarts)

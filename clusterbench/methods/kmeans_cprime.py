@@ -261,6 +261,8 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         expected = (self.n_clusters, points.shape[1])
         if tuple(centres.shape) != expected:
             raise ValueError(f"init must have shape {expected}, got {tuple(centres.shape)}")
+        if not torch.isfinite(centres).all():
+            raise ValueError("init must hold finite values, got NaN or inf")
         return (centres - offset)[None]
 
     def _seed(self, points: torch.Tensor, norms: torch.Tensor, seed: int) -> torch.Tensor:

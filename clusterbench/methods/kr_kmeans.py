@@ -439,6 +439,8 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"init arrays must have shapes {expected}, got {[tuple(t.shape) for t in given]}"
             )
+        if not all(torch.isfinite(t).all() for t in given):
+            raise ValueError("init arrays must hold finite values, got NaN or inf")
         return [t[None].clone() for t in given]
 
     def _initial(self, points: torch.Tensor, generators: list[torch.Generator]) -> list[torch.Tensor]:

@@ -43,7 +43,9 @@ class PosteriorClusterer(DEPICTClusterer):
     """A DEPICT-protocol method whose head is the softmax classifier (MI-ADM, MI-D)."""
 
     def _head(self, theta: torch.Tensor) -> nn.Module:
-        classifier = nn.Linear(self.n_clusters, self.n_clusters).to(self.device_)
+        # skip_init: both tensors are set below, and a default init would draw from (and advance)
+        # the caller's global torch generator.
+        classifier = nn.utils.skip_init(nn.Linear, self.n_clusters, self.n_clusters, device=self.device_)
         with torch.no_grad():  # logits z·θ_k: the initial clusters' means as the class directions
             classifier.weight.copy_(theta)
             classifier.bias.zero_()

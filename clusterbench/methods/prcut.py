@@ -441,7 +441,15 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         self.cluster_mass_ = p_mean.cpu().double().numpy()
         values = history.cpu().double().numpy()
         self.history_ = {"bound": values[:, 0], "kl": values[:, 1]}
-        self.labels_ = self._labels(data)
+        probabilities = self._probabilities(data)
+        if not torch.isfinite(probabilities).all():
+            # Diverged weights give NaN probabilities, whose arg max is cluster 0 for every point:
+            # a one-cluster labelling that would be recorded as a success.
+            raise FloatingPointError(
+                f"{type(self).__name__}: training diverged (NaN or inf in the network's cluster "
+                f"probabilities); lower lr (now {self.lr:g})"
+            )
+        self.labels_ = probabilities.argmax(1).cpu().numpy()
         self.ratio_cut_ = full_ratio_cut(self.labels_)
 
     def _progress_key(self, X: np.ndarray, y, seed: int) -> dict:
@@ -473,7 +481,9 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         unit = torch.nn.functional.normalize(data, dim=1)
 
         def cosine(left, right):
-            return torch.exp(unit[left] @ unit[right].T / self.temperature)
+            # exp((cos - 1)/τ): eq. 7's bound is linear in W and the loss divides it by W's sum, so
+            # the factor e^(-1/τ) cancels, and no weight overflows float32 (1/τ > 88 did).
+            return torch.exp((unit[left] @ unit[right].T - 1.0) / self.temperature)
 
         return cosine, lambda labels: self._cosine_ratio_cut(unit, labels)
 
@@ -483,11 +493,12 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         n = len(unit)
         if n > COSINE_RATIO_CUT_MAX:
             return math.nan
+        unit = unit.double()  # exp(cos/τ) in float64: float32 overflows once 1/τ > 88
         codes = torch.as_tensor(np.unique(labels, return_inverse=True)[1].reshape(-1), device=unit.device)
         one_hot = torch.nn.functional.one_hot(codes).double()
         cut = torch.zeros(one_hot.shape[1], dtype=torch.float64, device=unit.device)
         for start in range(0, n, 2048):
-            block = torch.exp(unit[start : start + 2048] @ unit.T / self.temperature).double()
+            block = torch.exp(unit[start : start + 2048] @ unit.T / self.temperature)
             rows = torch.arange(len(block), device=unit.device)
             block[rows, rows + start] = 0.0
             outside = block @ (1.0 - one_hot)  # each row's weight to every cluster's complement
@@ -503,9 +514,6 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         ]
         self.network_.train()
         return torch.cat(parts)
-
-    def _labels(self, data: torch.Tensor) -> np.ndarray:
-        return self._probabilities(data).argmax(1).cpu().numpy()
 
     def predict_proba(self, X) -> np.ndarray:
         """P (n, k): the fitted encoder's cluster probabilities of each point of ``X``."""

@@ -29,7 +29,7 @@ from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
 from clusterbench.validation import (
     AT_LEAST_TWO,
-    NON_NEGATIVE_INT,
+    NUMPY_SEED,
     POSITIVE_INT,
     POSITIVE_REAL,
     check_enough_points,
@@ -124,7 +124,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
                 ("eigen_solver", one_of(EIGEN_SOLVERS)),
                 ("n_init", POSITIVE_INT),
                 ("tol", POSITIVE_REAL),
-                ("random_state", optional(NON_NEGATIVE_INT)),
+                ("random_state", optional(NUMPY_SEED)),
             ],
         )
 

@@ -78,11 +78,19 @@ def array_digest(X: np.ndarray) -> str:
     return digest.hexdigest()
 
 
+def _number(value):
+    """A NumPy scalar (a scikit-learn grid's value) as the Python number it holds, so that it keys
+    the same file; anything else stays unserialisable."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _canonical(key: dict) -> str:
     if not isinstance(key, dict):
         raise TypeError(f"pretrained_state key must be a dict, got {type(key).__name__}")
     try:
-        return json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_number)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"pretrained_state key must be JSON-able (str, int, float, list, dict): {exc}"
@@ -187,12 +195,10 @@ def progress_key(estimator, device: str, seed: int, **inputs) -> dict | None:
     scikit-learn grid's values) count as the Python numbers they hold; None, so no checkpoint,
     when a hyperparameter is no JSON value (an object): the fit then runs without one."""
     params = {
-        name: value.item() if isinstance(value, np.generic) else value
-        for name, value in estimator.get_params().items()
-        if name not in ("n_threads", "device")
+        name: value for name, value in estimator.get_params().items() if name not in ("n_threads", "device")
     }
     try:
-        json.dumps(params, allow_nan=False)
+        json.dumps(params, allow_nan=False, default=_number)
     except (TypeError, ValueError):
         return None
     return {

@@ -22,6 +22,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from clusterbench.validation import is_int
+
 ACTIVATIONS = {"relu": nn.ReLU, "leaky_relu": nn.LeakyReLU}
 REDUCTIONS = ("mean", "sum_per_sample")
 
@@ -50,8 +52,9 @@ class HadamardLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, rank: int, bias: bool = True):
         super().__init__()
         for name, value in (("in_features", in_features), ("out_features", out_features), ("rank", rank)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ValueError(f"HadamardLinear {name} must be a positive int, got {value!r}")
+        in_features, out_features, rank = int(in_features), int(out_features), int(rank)
         self.in_features = in_features
         self.out_features = out_features
         self.rank = rank
@@ -163,17 +166,16 @@ class MLPAutoencoder(_Autoencoder):
     def __init__(self, dims: Sequence[int], hadamard_multiplier: int | None = None, activation: str = "relu"):
         super().__init__()
         dims = tuple(dims)
-        if len(dims) < 2 or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
+        if len(dims) < 2 or any(not is_int(d) or d < 1 for d in dims):
             raise ValueError(f"MLPAutoencoder dims must be at least two positive ints, got {dims!r}")
-        if hadamard_multiplier is not None and (
-            not isinstance(hadamard_multiplier, int)
-            or isinstance(hadamard_multiplier, bool)
-            or hadamard_multiplier < 1
-        ):
+        if hadamard_multiplier is not None and (not is_int(hadamard_multiplier) or hadamard_multiplier < 1):
             raise ValueError(
                 "MLPAutoencoder hadamard_multiplier must be None or a positive int, "
                 f"got {hadamard_multiplier!r}"
             )
+        # NumPy integers (a scikit-learn grid's values) as the Python ints torch's layers expect.
+        dims = tuple(int(d) for d in dims)
+        hadamard_multiplier = None if hadamard_multiplier is None else int(hadamard_multiplier)
         if activation not in ACTIVATIONS:
             raise ValueError(
                 f"MLPAutoencoder activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}"
@@ -265,14 +267,16 @@ class ConvAutoencoder(_Autoencoder):
     ):
         super().__init__()
         image_shape, channels = tuple(image_shape), tuple(channels)
-        if len(image_shape) != 3 or any(not isinstance(s, int) or s < 1 for s in image_shape):
+        if len(image_shape) != 3 or any(not is_int(s) or s < 1 for s in image_shape):
             raise ValueError(
                 f"ConvAutoencoder image_shape must be three positive ints (C, H, W), got {image_shape!r}"
             )
-        if len(channels) != 3 or any(not isinstance(c, int) or c < 1 for c in channels):
+        if len(channels) != 3 or any(not is_int(c) or c < 1 for c in channels):
             raise ValueError(f"ConvAutoencoder channels must be three positive ints, got {channels!r}")
-        if not isinstance(embedding, int) or embedding < 1:
+        if not is_int(embedding) or embedding < 1:
             raise ValueError(f"ConvAutoencoder embedding must be a positive int, got {embedding!r}")
+        image_shape, channels = tuple(int(s) for s in image_shape), tuple(int(c) for c in channels)
+        embedding = int(embedding)
         n_channels, height, width = image_shape
         if min(height, width) < self.MIN_SIZE:
             raise ValueError(
