@@ -75,6 +75,11 @@ def method_names() -> list[str]:
     return sorted({_method_name(option) for option in options("method")})
 
 
+def dataset_names() -> list[str]:
+    """The names records give the datasets: each file's ``name``, else the file's own."""
+    return sorted({load_option("dataset", option).get("name") or option for option in options("dataset")})
+
+
 def _method_name(option: str) -> str:
     spec = load_option("method", option)
     if spec.get("name"):

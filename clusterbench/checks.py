@@ -13,7 +13,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from sklearn.base import BaseEstimator
 
-from clusterbench.catalog import locate, method_names
+from clusterbench.catalog import dataset_names, locate, method_names
 from clusterbench.data import Dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import POINTWISE, call_metric
@@ -149,19 +149,68 @@ def check_metric_suite(metrics: DictConfig) -> None:
                 raise HyperparameterError(f"metric '{name}': {first_line(exc)}") from None
 
 
-def check_method_keys(cfg: DictConfig) -> None:
-    """``grids``, ``method_seeds`` and a ``timeout_s`` map are keyed by method name: a key that
-    names no method would be ignored without a word."""
-    for setting in ("grids", "method_seeds", "timeout_s"):
+def check_keyed_maps(cfg: DictConfig) -> None:
+    """The settings keyed by method name (``grids``, ``method_seeds``, ``method_overrides``, a
+    ``timeout_s`` map) or by dataset name (``dataset_overrides``, the second level of
+    ``method_overrides``): each a map, whose keys name a method or dataset (one that names none
+    would be ignored without a word), and, for this job's method and dataset, values of the shape
+    the runner reads; ``method.max_samples`` too."""
+    methods, datasets = {cfg.method.name, *method_names()}, {cfg.dataset.name, *dataset_names()}
+    for setting, kind in _KEYED_MAPS.items():
         value = cfg.get(setting)
-        keys = set(value) - {cfg.method.name} if isinstance(value, Mapping) else set()
-        unknown = sorted(keys - set(method_names())) if keys else []
-        if unknown:
-            known = sorted({cfg.method.name, *method_names()})
-            raise UserError(
-                f"{setting}.{unknown[0]} names no method; keys are the methods' names (their "
-                f"config's name:): {', '.join(known)}"
-            )
+        if value is None or (setting == "timeout_s" and not isinstance(value, Mapping)):
+            continue  # timeout_s: seconds for every method (fit_timeout checks the number)
+        _check_map(setting, value, kind, methods if kind == "method" else datasets)
+    for method, per_dataset in (cfg.get("method_overrides") or {}).items():
+        _check_map(f"method_overrides.{method}", per_dataset, "dataset", datasets)
+    tuned = OmegaConf.select(cfg, f"method_overrides.{cfg.method.name}.{cfg.dataset.name}")
+    if tuned is not None and not isinstance(tuned, Mapping):
+        raise UserError(
+            f"method_overrides.{cfg.method.name}.{cfg.dataset.name} must be a map {{hyperparameter: "
+            f"value}}, got {tuned!r}"
+        )
+    merged = (cfg.get("dataset_overrides") or {}).get(cfg.dataset.name)
+    if merged is not None and not isinstance(merged, Mapping):
+        raise UserError(
+            f"dataset_overrides.{cfg.dataset.name} must be a map {{dataset key: value}}, got {merged!r}"
+        )
+    unknown = sorted(set(merged or {}) - set(cfg.dataset))
+    if unknown:
+        raise UserError(
+            f"dataset_overrides.{cfg.dataset.name}.{unknown[0]}: dataset '{cfg.dataset.name}' has no key "
+            f"'{unknown[0]}'; its keys are: {', '.join(cfg.dataset)}"
+        )
+    seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
+    if seeds is not None and not (
+        OmegaConf.is_list(seeds) and all(is_int(seed) and seed >= 0 for seed in seeds)
+    ):
+        raise UserError(
+            f"method_seeds.{cfg.method.name} must be a list of seeds (integers ≥ 0), got {seeds!r}"
+        )
+    cap = cfg.method.get("max_samples")
+    if cap is not None and not (is_int(cap) and cap >= 1):
+        raise UserError(f"method.max_samples must be an integer ≥ 1 or null, got {cap!r}")
+
+
+# Each setting keyed by name, and what its keys name.
+_KEYED_MAPS = {
+    "grids": "method",
+    "method_seeds": "method",
+    "timeout_s": "method",
+    "method_overrides": "method",
+    "dataset_overrides": "dataset",
+}
+
+
+def _check_map(setting: str, value, kind: str, names: set[str]) -> None:
+    if not isinstance(value, Mapping):
+        raise UserError(f"{setting} must be a map {{{kind} name: ...}}, got {value!r}")
+    unknown = sorted(set(value) - names)
+    if unknown:
+        raise UserError(
+            f"{setting}.{unknown[0]} names no {kind}; keys are the {kind}s' names (their config's "
+            f"name:): {', '.join(sorted(names))}"
+        )
 
 
 def check_threads(threads) -> int | None:

@@ -71,10 +71,22 @@ def hydra_job(cfg: DictConfig) -> None:
             sys.stdout.flush()  # in order with the bars' lines when both go to one file
 
     try:
-        run_job(cfg, experiment, report=report)
+        if not run_job(cfg, experiment, report=report) and not sweep:
+            raise UserError(seeds_not_run(cfg))
     except UserError as exc:
         print(f"clusterbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
+
+
+def seeds_not_run(cfg: DictConfig) -> str:
+    """Why a job fitted nothing: its method runs at the listed seeds only (``method_seeds``)."""
+    seeds = list(cfg.method_seeds[cfg.method.name])
+    return (
+        f"method '{cfg.method.name}' runs only at seed(s) {seeds} (method_seeds), so seed={cfg.seed} "
+        f"fits nothing; use seed={seeds[0]}"
+        if seeds
+        else f"method_seeds.{cfg.method.name} is empty"
+    )
 
 
 def command_run(words: list[str]) -> int:
@@ -96,6 +108,12 @@ def command_run(words: list[str]) -> int:
     finally:
         del os.environ[JOURNAL_ENV]
         entries = read_journal(journal)
+    if any(
+        word in ("-c", "-i", "--cfg", "--info") or word.startswith(("--cfg=", "--info=")) for word in words
+    ):
+        return (
+            0  # Hydra printed the config (or its info) and ran nothing: no summary, so the YAML stays clean
+        )
     sweep = bool({"-m", "--multirun"} & set(words))
     print(run_summary(entries, table=sweep or len(entries) > 1))
     failed = [record for status, _, record in entries if status == "failed"]
@@ -124,14 +142,24 @@ def command_table(words: list[str]) -> int:
     from clusterbench.results import check_writable
 
     check_writable(args.results_dir / "tables" / args.profile, "the tables folder")
-    built = 0
+    built, refused = 0, []
     for name in names:
-        outputs = build_table(name, args.results_dir, args.profile, skip_empty=args.all)
+        try:
+            outputs = build_table(name, args.results_dir, args.profile, skip_empty=args.all)
+        except UserError as exc:
+            if not args.all:
+                raise
+            message = str(exc)  # --all builds the others, then says it
+            refused.append(message if message.startswith(f"table {name}") else f"table {name}: {message}")
+            continue
         if outputs is None:
             continue
         built += 1
         print(outputs.markdown)
         print(f"\nwrote {', '.join(str(p) for p in outputs.paths)}\n")
+    if refused:
+        others = f" ({len(refused) - 1} other table(s) refused too)" if len(refused) > 1 else ""
+        raise UserError(f"{refused[0]}{others}; the {built} other table(s) with records were built")
     if args.all and not built:
         raise UserError(
             f"no table's experiments have records under {args.results_dir}/runs/{args.profile}; run one "
@@ -256,7 +284,7 @@ def command_records(words: list[str]) -> int:
 
 
 def command_summary(words: list[str]) -> int:
-    from clusterbench.results import atomic_write_text, check_writable
+    from clusterbench.results import atomic_write_text
     from clusterbench.summary import format_summary, load_summary
 
     parser = argparse.ArgumentParser(prog="clusterbench summary")
@@ -272,8 +300,10 @@ def command_summary(words: list[str]) -> int:
     check_profile(args.profile, args.results_dir)
     check_experiments_held(args.experiments, args.results_dir, args.profile)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    if args.metrics is not None and not metrics:
+        raise UserError(f"--metrics names no metric, got {args.metrics!r}; e.g. --metrics acc,nmi")
     if args.csv is not None:
-        check_writable(args.csv.parent, "the --csv file's folder")
+        check_output_file(args.csv, "--csv", "summary.csv")
     summary = load_summary(args.results_dir, args.profile, args.experiments, metrics, args.by_params)
     print(format_summary(summary))
     if args.csv is not None:
@@ -312,6 +342,15 @@ def check_experiments_held(experiments: list[str], results_dir: Path, profile: s
             )
 
 
+def check_output_file(path: Path, option: str, example: str) -> None:
+    """``option``'s file can be written: not a folder, in a folder that is or can be made writable."""
+    from clusterbench.results import check_writable
+
+    if path.is_dir():
+        raise UserError(f"{option} {path} is a folder; give a file's path, e.g. {path / example}")
+    check_writable(path.parent, f"the {option} file's folder")
+
+
 def command_report(words: list[str]) -> int:
     from clusterbench.report import write_report
 
@@ -321,6 +360,8 @@ def command_report(words: list[str]) -> int:
     parser.add_argument("--out", type=Path, help="the page to write (default: RESULTS_DIR/report/index.html)")
     args = parser.parse_args(words)
     check_profile(args.profile, args.results_dir)
+    if args.out is not None:
+        check_output_file(args.out, "--out", "index.html")
     print(f"wrote {write_report(args.results_dir, args.profile, args.out)}")
     return 0
 

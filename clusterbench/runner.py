@@ -21,7 +21,7 @@ from sklearn.model_selection import ParameterGrid
 
 from clusterbench.catalog import CONF_DIR, check_source, locate
 from clusterbench.checks import (
-    check_method_keys,
+    check_keyed_maps,
     check_metric_suite,
     check_point,
     check_required_keys,
@@ -258,7 +258,7 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
         if not isinstance(cfg.get(setting, False), bool):
             raise UserError(f"{setting} must be true or false, got {cfg.get(setting)!r}")
     check_required_keys(cfg)
-    check_method_keys(cfg)
+    check_keyed_maps(cfg)
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and seed not in seeds:
         return None  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
@@ -284,9 +284,12 @@ def recorded_outcomes(cfg: DictConfig, experiment: str, load=None) -> list[tuple
     job = prepare_job(cfg, experiment, load)
     if job is None:
         return []
+    grid = method_grid(cfg)
+    for params in grid:  # as run_job checks them: a sweep refuses a bad value before any job fits
+        check_point(job.estimator(params), job.method.name, job.data)
     ledger = Ledger(job)
     outcomes = []
-    for params in method_grid(cfg):
+    for params in grid:
         _, point = job.point(job.estimator(params))
         outcome = ledger.recorded(point)
         if outcome is None:

@@ -11,11 +11,12 @@ import time
 
 import numpy as np
 import pytest
+import yaml
 
 from clusterbench.catalog import CONF_DIR, options
 from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.results import check_writable, load_records
-from tests.helpers import DATA_FOLDER, record_files, require_cached, run_cli
+from tests.helpers import DATA_FOLDER, REPO, record_files, require_cached, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -407,6 +408,29 @@ def test_all_tables_without_any_records_exit_2_naming_where_they_looked(tmp_path
     )
 
 
+def test_all_tables_build_every_table_they_can_and_then_name_the_one_refused(tmp_path):
+    """--all stopped at the first table it refused and built none of the later ones."""
+    import pandas as pd
+
+    runs = tmp_path / "runs" / "paper"
+    for experiment in ("prcut_table1", "sr_table3"):
+        shutil.copytree(REPO / "results" / "runs" / "paper" / experiment, runs / experiment)
+    for path in (runs / "sr_table3").rglob("*.csv"):  # records scored without ACC, which its table reads
+        records = pd.read_csv(path)
+        records[records["metric"] != "acc"].to_csv(path, index=False)
+    result = run_cli("table", "--all", "--results-dir", str(tmp_path))
+    assert_one_line_error(
+        result,
+        "table sr_table3: no record of sr_table3 holds metric 'acc'",
+        "the 1 other table(s) with records were built",
+    )
+    assert sorted(path.name for path in (tmp_path / "tables" / "paper").iterdir()) == [
+        "prcut_table1.csv",
+        "prcut_table1.md",
+        "prcut_table1.tex",
+    ]
+
+
 @pytest.mark.parametrize(
     ("words", "fragments"),
     [
@@ -521,6 +545,31 @@ def test_hydra_flags_after_the_overrides_still_work(tmp_path):
     result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", "--cfg", "job")
     assert result.returncode == 0, result.stderr
     assert "name: iris" in result.stdout and not record_files(tmp_path)
+    # The printed config is the whole output (a run summary after it, "0 point(s): none", was
+    # a stray YAML key in a saved config).
+    assert yaml.safe_load(result.stdout)["dataset"]["name"] == "iris"
+    assert "point(s)" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "fragments"),
+    [
+        (
+            ["summary", "kr_table2", "--csv", "{folder}"],
+            ["--csv {folder} is a folder", "{folder}/summary.csv"],
+        ),
+        (["report", "--out", "{folder}"], ["--out {folder} is a folder", "{folder}/index.html"]),
+        (["summary", "kr_table2", "--metrics", ","], ["--metrics names no metric, got ','"]),
+    ],
+    ids=["summary --csv", "report --out", "summary --metrics"],
+)
+def test_an_output_path_that_is_a_folder_or_no_metric_exits_2_in_one_line(tmp_path, words, fragments):
+    """A folder given for the output file was a traceback (IsADirectoryError), and --metrics ','
+    a table without metric columns."""
+    words = [word.format(folder=tmp_path) for word in words]
+    result = run_cli(*words, "--results-dir", str(REPO / "results"))
+    assert_one_line_error(result, *(fragment.format(folder=tmp_path) for fragment in fragments))
+    assert not any(tmp_path.iterdir())
 
 
 def test_ctrl_c_during_a_command_exits_130_with_one_line(monkeypatch, capsys):

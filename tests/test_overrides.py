@@ -166,6 +166,34 @@ def test_a_hyperparameter_without_a_default_exits_2_in_one_line_and_runs_once_gi
     assert sorted(set(records["seed"])) == ([0, 1] if sweep else [0])
 
 
+@pytest.mark.parametrize(
+    ("words", "fragments"),
+    [
+        (["-m", "seed=5,-1"], ["seed must be an integer ≥ 0, got -1"]),
+        (["-m", "method.n_init=5,0"], ["method 'kmeans'", "n_init", "Got 0"]),
+    ],
+)
+def test_a_sweep_refuses_a_bad_value_of_a_later_job_before_fitting_any(tmp_path, words, fragments):
+    """The sweep's record check swallowed the later job's error: the earlier jobs fitted, then
+    the sweep stopped in the middle without its closing summary."""
+    result = run_cli("run", *words, "method=kmeans", "dataset=iris", f"results_dir={tmp_path}", cwd=tmp_path)
+    assert_one_line_error(result, *fragments)
+    assert not any(tmp_path.rglob("*.csv"))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [["-m", "seed=1,2", "+method_seeds.kmeans=[0]"], ["seed=1", "+method_seeds.kmeans=[0]"]],
+    ids=["sweep", "one job"],
+)
+def test_seeds_a_method_does_not_run_at_fit_nothing_and_say_so(tmp_path, words):
+    """Exit 0 with "2 of 2 jobs are recorded already" (the sweep) or "0 point(s)" (one job)
+    where no record existed: nothing was fitted because method_seeds excluded every seed."""
+    result = run_cli("run", *words, "method=kmeans", "dataset=iris", f"results_dir={tmp_path}", cwd=tmp_path)
+    assert_one_line_error(result, "method 'kmeans' runs only at seed(s) [0] (method_seeds)", "use seed=0")
+    assert "recorded already" not in result.stdout + result.stderr
+
+
 def test_a_job_that_raises_outside_its_fits_fails_the_sweep(tmp_path):
     """Under -m a job's error was read by no one: the sweep ended with exit 0 and 0 points."""
     result = run_cli(

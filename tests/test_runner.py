@@ -829,6 +829,40 @@ def test_method_seeds_run_a_method_at_the_listed_seeds_only(tmp_path, kmeans_fit
     assert [o.status for o in outcomes] == ["ok"] and len(record_files(tmp_path)) == 1
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("+method_seeds.kmeans=3", "method_seeds.kmeans must be a list of seeds (integers ≥ 0), got 3"),
+        ("+method_seeds.kmeans=[-1]", "method_seeds.kmeans must be a list of seeds (integers ≥ 0), got [-1]"),
+        ("method_seeds=5", "method_seeds must be a map {method name: ...}, got 5"),
+        ("grids=5", "grids must be a map {method name: ...}, got 5"),
+        ("+dataset_overrides.iris=3", "dataset_overrides.iris must be a map {dataset key: value}, got 3"),
+        (
+            "+dataset_overrides.iris.subsampel=50",
+            "dataset_overrides.iris.subsampel: dataset 'iris' has no key",
+        ),
+        ("+dataset_overrides.irsi.subsample=50", "dataset_overrides.irsi names no dataset"),
+        ("+method_overrides.kmenas.iris.n_init=3", "method_overrides.kmenas names no method"),
+        ("+method_overrides.kmeans.irsi.n_init=3", "method_overrides.kmeans.irsi names no dataset"),
+        (
+            "+method_overrides.kmeans.iris=3",
+            "method_overrides.kmeans.iris must be a map {hyperparameter: value}",
+        ),
+        ("method.max_samples=abc", "method.max_samples must be an integer ≥ 1 or null, got 'abc'"),
+        ("method.max_samples=-1", "method.max_samples must be an integer ≥ 1 or null, got -1"),
+    ],
+)
+def test_a_map_keyed_by_name_of_the_wrong_shape_or_key_is_a_user_error(
+    tmp_path, override, message, kmeans_fits
+):
+    """Each was a traceback (a TypeError, an OmegaConf merge error) or, for a misspelt name, an
+    override accepted and ignored; max_samples=-1 was recorded as a skip."""
+    with pytest.raises(UserError) as raised:
+        run_job(iris(tmp_path, override))
+    assert message in str(raised.value)
+    assert kmeans_fits == [] and record_files(tmp_path) == []
+
+
 def test_a_grid_over_random_state_sized_by_the_profile_fits_one_restart_per_seed(tmp_path):
     # Experiment kr_restart_odds: ${seeds:${profile.restart_odds_runs}} = 0..39 under smoke.
     require_cached("zoo")

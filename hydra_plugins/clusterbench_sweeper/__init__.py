@@ -7,16 +7,20 @@ expands the same job list as the basic one (the experiment's ``hydra.sweeper.par
 command line's sweeps), composes each distinct job once for every seed it sweeps (the seed is
 set on a copy), asks the records whether the job is done (:func:`clusterbench.runner.recorded_outcomes`,
 the lookup ``run_job`` itself makes), notes the done ones in the run's journal and launches only
-the rest, one at a time under a progress bar with the basic launcher. Any job the check cannot
-read (an interpolation only a running job resolves, a setting the job will refuse) is launched:
-the job then says what it says today. The command line checked the overrides before Hydra
-started, so the basic sweeper's batch check is not repeated.
+the rest, one at a time under a progress bar with the basic launcher. A setting a job would
+refuse (a UserError: a bad value in any job's grid, a missing dataset) stops the sweep before any
+job is launched, in the job's one line; any other job the check cannot read (an interpolation
+only a running job resolves) is launched, and says what it says. A sweep all of whose jobs sit
+at seeds their method does not run at (``method_seeds``) fits nothing, and says so (exit 2).
+The command line checked the overrides before Hydra started, so the basic sweeper's batch check
+is not repeated.
 
 Hydra finds sweepers only in the ``hydra_plugins`` namespace package, hence this folder.
 """
 
 # No ``from __future__ import annotations``: Hydra imports plugins outside sys.modules, where a
 # dataclass cannot resolve string annotations, and OmegaConf reads the types of the config class.
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional  # noqa: UP035 (OmegaConf reads typing's forms)
@@ -45,6 +49,8 @@ class ResumingSweeper(BasicSweeper):
     def sweep(self, arguments):
         from tqdm.auto import tqdm
 
+        from clusterbench.cli import seeds_not_run
+        from clusterbench.errors import UserError
         from clusterbench.progress import progress_bar
         from clusterbench.results import note_outcomes
 
@@ -55,16 +61,29 @@ class ResumingSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        pending = []
+        pending, not_run = [], []
         check = _RecordCheck(self, parser)
-        for job in progress_bar(jobs, shown=len(jobs) > 1, desc="records", unit="job", leave=False):
-            outcomes = check.outcomes(job)
-            if outcomes is None:
-                pending.append(job)
-            else:
-                note_outcomes(outcomes)
-        if len(pending) < len(jobs):
-            tqdm.write(f"{len(jobs) - len(pending)} of {len(jobs)} jobs are recorded already: not launched")
+        try:
+            for job in progress_bar(jobs, shown=len(jobs) > 1, desc="records", unit="job", leave=False):
+                outcomes = check.outcomes(job)
+                if outcomes is None:
+                    pending.append(job)
+                elif not outcomes:  # a seed its method does not run at (method_seeds)
+                    not_run.append(job)
+                else:
+                    note_outcomes(outcomes)
+            if len(not_run) == len(jobs):
+                raise UserError(f"the sweep fits nothing: {seeds_not_run(check.last_config)}")
+        except UserError as exc:  # as a job says it, before any job of the sweep has fitted
+            print(f"clusterbench: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        recorded = len(jobs) - len(pending) - len(not_run)
+        if recorded:
+            tqdm.write(f"{recorded} of {len(jobs)} jobs are recorded already: not launched")
+        if not_run:
+            tqdm.write(
+                f"{len(not_run)} of {len(jobs)} jobs are at seeds their method does not run at (method_seeds)"
+            )
         if not pending:  # everything recorded: no launcher is started (a batch of 0 would be an error)
             return []
         returns = []
@@ -98,8 +117,10 @@ class _RecordCheck:
         self.sweeper, self.parser = sweeper, parser
         self.composed = {}
         self.datasets = {}
+        self.last_config = None  # the last job's config checked (to name its method_seeds)
 
     def outcomes(self, job):
+        from clusterbench.errors import UserError
         from clusterbench.runner import job_settings, recorded_outcomes
 
         seeds = [word for word in job if word.partition("=")[0] == "seed"]
@@ -115,8 +136,11 @@ class _RecordCheck:
             with open_dict(cfg):
                 for word in seeds:
                     cfg.seed = self.parser.parse_override(word).value()
+            self.last_config = cfg
             return recorded_outcomes(cfg, experiment, load=self._load)
-        except Exception:  # a UserError or any other: the launched job says it, as without this check
+        except UserError:  # the job would refuse it: the sweep does, before launching any
+            raise
+        except Exception:  # any other (an interpolation only a running job resolves): the job says it
             return None
 
     def _load(self, dataset_cfg, max_samples=None):
