@@ -26,11 +26,13 @@ install:
 	$(PYTHON) -m pip install -e ".[dev]"
 
 # One pytest worker per core (pytest-xdist): most tests wait on a subprocess or a small fit.
+# worksteal: an idle worker takes tests queued for the other, so neither idles at the end while
+# the other still holds a queue of slow subprocess tests.
 # Tests read the datasets from ../shared/datasets when it exists and nothing else is set; the other
 # targets find data as the clusterbench command does (`clusterbench data where`).
 test: export CLUSTERBENCH_DATA ?= $(wildcard $(abspath ../shared/datasets))
 test:
-	$(PYTHON) -m pytest -q -n auto
+	$(PYTHON) -m pytest -q -n auto --dist worksteal
 
 lint:
 	ruff check .
