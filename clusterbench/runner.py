@@ -74,8 +74,12 @@ def method_config(cfg: DictConfig) -> DictConfig:
 def method_grid(cfg: DictConfig) -> list[dict]:
     """Grid points for this method: ``grids.<method name>`` (a dict of lists, or a list of them)."""
     grid = (cfg.get("grids") or {}).get(cfg.method.name)
-    if not grid:
+    if grid is None:
         return [{}]
+    if not grid:  # given, but empty: it would run the method's default point unasked
+        raise UserError(
+            f"grids.{cfg.method.name} is empty; give it values ({{param: [values]}}) or leave it out"
+        )
     try:
         return list(ParameterGrid(OmegaConf.to_container(grid, resolve=True)))
     except (TypeError, ValueError) as exc:  # a scalar where a list of values belongs, or []

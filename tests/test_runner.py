@@ -836,6 +836,8 @@ def test_method_seeds_run_a_method_at_the_listed_seeds_only(tmp_path, kmeans_fit
         ("+method_seeds.kmeans=[-1]", "method_seeds.kmeans must be a list of seeds (integers ≥ 0), got [-1]"),
         ("method_seeds=5", "method_seeds must be a map {method name: ...}, got 5"),
         ("grids=5", "grids must be a map {method name: ...}, got 5"),
+        ("+grids.kmeans=[]", "grids.kmeans is empty; give it values"),
+        ("+grids.kmeans={}", "grids.kmeans is empty; give it values"),
         ("+dataset_overrides.iris=3", "dataset_overrides.iris must be a map {dataset key: value}, got 3"),
         (
             "+dataset_overrides.iris.subsampel=50",
