@@ -50,7 +50,7 @@ commands:
 # resolve a relative config_path as a package.
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def hydra_job(cfg: DictConfig) -> None:
-    from clusterbench.runner import job_settings, method_label, run_job, summary_line
+    from clusterbench.runner import job_settings, method_label, run_job, seeds_not_run, summary_line
 
     experiment = job_settings(cfg, HydraConfig.get().runtime.choices)
 
@@ -78,17 +78,6 @@ def hydra_job(cfg: DictConfig) -> None:
         sys.exit(2)
 
 
-def seeds_not_run(cfg: DictConfig) -> str:
-    """Why a job fitted nothing: its method runs at the listed seeds only (``method_seeds``)."""
-    seeds = list(cfg.method_seeds[cfg.method.name])
-    return (
-        f"method '{cfg.method.name}' runs only at seed(s) {seeds} (method_seeds), so seed={cfg.seed} "
-        f"fits nothing; use seed={seeds[0]}"
-        if seeds
-        else f"method_seeds.{cfg.method.name} is empty"
-    )
-
-
 def command_run(words: list[str]) -> int:
     """Run Hydra's app, then say what its points did and where their records are (a sweep also
     gets mean ± std per dataset x method); exit 1 if any point is recorded as failed."""
@@ -108,12 +97,9 @@ def command_run(words: list[str]) -> int:
     finally:
         del os.environ[JOURNAL_ENV]
         entries = read_journal(journal)
-    if any(
-        word in ("-c", "-i", "--cfg", "--info") or word.startswith(("--cfg=", "--info=")) for word in words
-    ):
-        return (
-            0  # Hydra printed the config (or its info) and ran nothing: no summary, so the YAML stays clean
-        )
+    inspected = ("-c", "-i", "--cfg", "--info")
+    if any(word in inspected or word.startswith(("--cfg=", "--info=")) for word in words):
+        return 0  # Hydra printed the config (or its info) and ran nothing: no summary after the YAML
     sweep = bool({"-m", "--multirun"} & set(words))
     print(run_summary(entries, table=sweep or len(entries) > 1))
     failed = [record for status, _, record in entries if status == "failed"]

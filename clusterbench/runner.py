@@ -281,6 +281,28 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
     return Job(cfg, experiment, data, method, identity, threads, timeout)
 
 
+def seeds_not_run(cfg: DictConfig) -> str:
+    """Why :func:`prepare_job` gave no job: the method runs at the listed seeds only (``method_seeds``)."""
+    seeds = list(cfg.method_seeds[cfg.method.name])
+    if not seeds:
+        return f"method_seeds.{cfg.method.name} is empty"
+    return (
+        f"method '{cfg.method.name}' runs only at seed(s) {seeds} (method_seeds), so seed={cfg.seed} "
+        f"fits nothing; use seed={seeds[0]}"
+    )
+
+
+def checked_grid(job: Job) -> list[dict]:
+    """The job's grid points, every one checked before the first fit: a value that one point of a
+    long sweep holds stops it before hours of fitting, not after. The fit loop builds each
+    estimator again (cheap) rather than keeping these: a list would hold every fitted one, and its
+    attributes (spectral's n x n affinity matrix), until the job ends."""
+    grid = method_grid(job.cfg)
+    for params in grid:
+        check_point(job.estimator(params), job.method.name, job.data)
+    return grid
+
+
 def recorded_outcomes(cfg: DictConfig, experiment: str, load=None) -> list[tuple] | None:
     """(status, True, record) of every grid point of the job when each is done as :func:`run_job`
     would find it (:meth:`Ledger.recorded`); None when any point would be fitted or rescored. What
@@ -288,12 +310,9 @@ def recorded_outcomes(cfg: DictConfig, experiment: str, load=None) -> list[tuple
     job = prepare_job(cfg, experiment, load)
     if job is None:
         return []
-    grid = method_grid(cfg)
-    for params in grid:  # as run_job checks them: a sweep refuses a bad value before any job fits
-        check_point(job.estimator(params), job.method.name, job.data)
     ledger = Ledger(job)
     outcomes = []
-    for params in grid:
+    for params in checked_grid(job):  # a sweep's check refuses a bad value before any job fits
         _, point = job.point(job.estimator(params))
         outcome = ledger.recorded(point)
         if outcome is None:
@@ -310,13 +329,7 @@ def run_job(cfg: DictConfig, experiment: str = "adhoc", report=None) -> list[Poi
     job = prepare_job(cfg, experiment)
     if job is None:
         return []
-    grid = method_grid(cfg)
-    # Every point is checked before the first fit: a value that one point of a long sweep holds
-    # stops it before hours of fitting, not after. The loop builds each estimator again (cheap)
-    # rather than keeping these: a list would hold every fitted one, and its attributes (spectral's
-    # n x n affinity matrix), until the job ends.
-    for params in grid:
-        check_point(job.estimator(params), job.method.name, job.data)
+    grid = checked_grid(job)
     ledger, outcomes = Ledger(job), []
     label = f"{job.data.name}/{job.method.name}"
     # Set once for the job: entering the limit costs ~5 ms, a sweep of small fits has thousands.

@@ -126,8 +126,13 @@ def torch_threads(n_threads: int | None):
 
 def check_enough_points(estimator, n_points: int, n_centroids: int | None = None) -> None:
     """Every centroid needs a point: raise HyperparameterError when the estimator's ``n_clusters``
-    (or ``n_centroids``, a Khatri-Rao layout's count) exceeds ``n_points``, naming the fix."""
+    (or ``n_centroids``, a Khatri-Rao layout's count) exceeds ``n_points``, naming the fix. Without
+    ``n_centroids``, the count the estimator's ``_clusters_asked()`` gives where it has one (set
+    sizes h that override n_clusters), as the runner's check against a dataset reads it."""
     name = type(estimator).__name__
+    if n_centroids is None and hasattr(estimator, "_clusters_asked"):
+        asked = estimator._clusters_asked()
+        n_centroids = None if asked is None else asked[1]
     if n_centroids is None and estimator.n_clusters > n_points:
         raise HyperparameterError(
             f"{name} n_clusters must be at most the number of points ({n_points}), got {estimator.n_clusters}"

@@ -40,7 +40,6 @@ from clusterbench.validation import (
     POSITIVE_INT,
     POSITIVE_REAL,
     Constraint,
-    check_enough_points,
     is_int,
     optional,
 )
@@ -170,11 +169,6 @@ class KhatriRaoDeep:
             ("kr_max_iter", POSITIVE_INT),
             ("centroid_lr", optional(POSITIVE_REAL, "null")),
         ]
-
-    def _check_enough_points(self, n_points: int) -> None:
-        """Against h's Πh centroids when h is given (it overrides n_clusters), as Khatri-Rao k-means."""
-        asked = self._clusters_asked()
-        check_enough_points(self, n_points, None if asked is None else asked[1])
 
     def _clusters_asked(self):
         """h's centroid count, for the runner's check against the dataset before a sweep fits."""

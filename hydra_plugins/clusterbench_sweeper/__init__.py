@@ -49,10 +49,10 @@ class ResumingSweeper(BasicSweeper):
     def sweep(self, arguments):
         from tqdm.auto import tqdm
 
-        from clusterbench.cli import seeds_not_run
         from clusterbench.errors import UserError
         from clusterbench.progress import progress_bar
         from clusterbench.results import note_outcomes
+        from clusterbench.runner import seeds_not_run
 
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         overrides = parser.parse_overrides([*self._parse_config(), *arguments])

@@ -294,9 +294,6 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- fit / predict
 
-    def _check_enough_points(self, n_points: int) -> None:
-        check_enough_points(self, n_points)
-
     @contextlib.contextmanager
     def _prepare_fit(self, X) -> Iterator[FitStart]:
         """The start every fit of the family shares, and the block the fit runs in: its
@@ -308,7 +305,7 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
         torch.set_flush_denormal(True)  # denormals slowed a conv AE 20× on random inputs (notes, C)
         with torch_threads(self.n_threads):
             X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-            self._check_enough_points(len(X))
+            check_enough_points(self, len(X))
             self.n_features_in_ = X.shape[1]
             self.device_ = resolve_device(self.device)
             seed = resolve_seed(self.random_state)
