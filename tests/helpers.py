@@ -6,10 +6,15 @@ Test estimators live here so a config can point ``method.estimator._target_`` at
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
+import runpy
 import subprocess
 import sys
+import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +95,71 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+def cli(*words: str, data_folder: Path | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """``clusterbench WORDS`` run in this process, as ``run_cli`` runs it in a fresh one (see
+    ``in_process``). Tests of signals, launchers and the console script itself keep ``run_cli``."""
+    import clusterbench.cli
+
+    return in_process(
+        lambda: clusterbench.cli.main(list(words)), ["clusterbench", *words], data_folder=data_folder, cwd=cwd
+    )
+
+
+def script(name: str, *words: str, data_folder: Path | None = None) -> subprocess.CompletedProcess:
+    """``python scripts/<name>.py WORDS`` run in this process (see ``in_process``)."""
+    path = str(REPO / "scripts" / f"{name}.py")
+
+    def run_as_main() -> None:
+        runpy.run_path(path, run_name="__main__")
+
+    return in_process(run_as_main, [path, *words], data_folder=data_folder)
+
+
+def in_process(call, argv: list[str], *, data_folder: Path | None = None, cwd: Path = REPO):
+    """``call()`` with ``sys.argv``, the environment and the folder a subprocess of ``run_cli``
+    would get, and what it prints, its exit status (SystemExit or the returned int) and any uncaught
+    error's traceback returned as that subprocess's CompletedProcess. Warnings print as a fresh
+    interpreter prints them, not recorded by pytest. Each fresh process spends seconds importing
+    scikit-learn, pandas and Hydra; the tests of what a command says and writes need none."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved_argv, saved_cwd = list(sys.argv), os.getcwd()
+    saved_env = {key: os.environ.get(key) for key in (DATA_ENV, "HYDRA_FULL_ERROR")}
+    os.environ[DATA_ENV] = str(DATA_FOLDER if data_folder is None else data_folder)
+    os.environ["HYDRA_FULL_ERROR"] = "0"
+    sys.argv = list(argv)
+    os.chdir(cwd)
+    try:
+        with (
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+            warnings.catch_warnings(),
+        ):
+            warnings.resetwarnings()
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: (
+                sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+            )
+            try:
+                returncode = call() or 0
+            except SystemExit as exc:
+                returncode = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+            except Exception:
+                traceback.print_exc()
+                returncode = 1
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(argv, returncode, stdout.getvalue(), stderr.getvalue())
 
 
 def record_files(results_dir: Path) -> list[Path]:

@@ -12,7 +12,7 @@ import pytest
 
 from clusterbench import graphs
 from clusterbench.methods.deep.cache import ENVIRONMENT_VARIABLE
-from tests.helpers import REPO, cli_env, load_script, require_cached
+from tests.helpers import REPO, cli_env, load_script, require_cached, script
 
 bench = load_script("bench_spectral_knn")
 
@@ -81,14 +81,7 @@ def test_a_scikit_learn_fit_past_the_cap_is_recorded_as_not_finished(tmp_path):
 )
 def test_a_bad_argument_ends_the_benchmark_before_any_work(words, message, tmp_path):
     out = tmp_path / "out"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench_spectral_knn.py"), *words, "--out", str(out)],
-        cwd=REPO,
-        env=cli_env(tmp_path / "no-data"),  # nothing is loaded: the check comes first
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = script("bench_spectral_knn", *words, "--out", str(out), data_folder=tmp_path / "no-data")
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert lines[-1].startswith("bench_spectral_knn.py: error: ") and lines[-1].endswith(message)

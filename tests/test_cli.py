@@ -1,4 +1,5 @@
-"""The installed ``clusterbench`` script: output, exit codes and one-line errors."""
+"""The ``clusterbench`` command: output, exit codes and one-line errors. Most tests run it in
+this process (``tests.helpers.cli``); a few run the installed script in a subprocess."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import yaml
 from clusterbench.catalog import CONF_DIR, options
 from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.results import check_writable, load_records
-from tests.helpers import DATA_FOLDER, REPO, record_files, require_cached, run_cli
+from tests.helpers import DATA_FOLDER, REPO, cli, record_files, require_cached, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ SUMMARY = re.compile(
 
 def run_exploding(*words: str):
     """``clusterbench run`` of one iris point whose fit raises (tests.helpers.Exploding)."""
-    return run_cli(
+    return cli(
         "run", *words, "dataset=iris", "profile=smoke", "method.estimator._target_=tests.helpers.Exploding"
     )
 
@@ -69,7 +70,7 @@ def test_run_prints_a_summary_line_and_writes_the_record(tmp_path):
 
 def test_a_swept_hyperparameter_is_named_on_each_jobs_line(tmp_path):
     sweep = ("run", "-m", "method=kmeans", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}")
-    result = run_cli(*sweep, "method.estimator.n_init=1,3", "+grids.kmeans.init=[random]")
+    result = cli(*sweep, "method.estimator.n_init=1,3", "+grids.kmeans.init=[random]")
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith("iris")]
     assert [line.split(" | ")[0] for line in lines] == [
@@ -82,14 +83,14 @@ def test_a_swept_hyperparameter_is_named_on_each_jobs_line(tmp_path):
     [("dataset", "zoo"), ("method", "kmeans"), ("metrics", "default"), ("profile", "smoke")],
 )
 def test_unknown_group_option_exits_2_listing_the_known_names(tmp_path, group, known):
-    result = run_cli("run", f"{group}=nope", f"results_dir={tmp_path}")
+    result = cli("run", f"{group}=nope", f"results_dir={tmp_path}")
     line = assert_one_line_error(result, f"unknown {group} 'nope'", known)
     for name in options(group):
         assert name in line
 
 
 def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_path):
-    result = run_cli("run", "-m", "dataset=zoo,nope", f"results_dir={tmp_path}")
+    result = cli("run", "-m", "dataset=zoo,nope", f"results_dir={tmp_path}")
     assert_one_line_error(result, "unknown dataset 'nope'")
     assert not (tmp_path / "runs").exists()
 
@@ -117,7 +118,7 @@ def test_unknown_name_inside_a_sweep_list_is_caught_before_anything_runs(tmp_pat
     ],
 )
 def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragments):
-    result = run_cli("run", "-m", "dataset=iris,zoo", override, "profile=smoke", f"results_dir={tmp_path}")
+    result = cli("run", "-m", "dataset=iris,zoo", override, "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "runs").exists()
 
@@ -154,7 +155,7 @@ def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragm
 )
 def test_a_mistyped_run_exits_2_in_one_line_before_any_record(tmp_path, words, fragments):
     # results_dir first: a later results_dir= among the words wins, as in Hydra
-    result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", *words, cwd=tmp_path)
+    result = cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", *words, cwd=tmp_path)
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "runs").exists() and not any(tmp_path.rglob("*.csv"))
 
@@ -167,7 +168,7 @@ def test_a_results_dir_reaching_hydra_through_another_key_is_left_to_the_app(tmp
         f"+base={tmp_path}/${{hydra:job.name}}",
         "results_dir=${base}",
     ]
-    result = run_cli(*words)
+    result = cli(*words)
     assert result.returncode == 0, result.stderr
     assert len(list(tmp_path.glob("*/runs/smoke/adhoc/iris/kmeans/*.csv"))) == 1
 
@@ -178,7 +179,7 @@ def test_a_cached_file_that_differs_from_its_config_shape_exits_2(tmp_path):
     cache.mkdir()
     with np.load(os.path.join(DATA_FOLDER, "zoo.npz")) as full:
         np.savez(cache / "zoo.npz", X=full["X"][:50], y=full["y"][:50])
-    result = run_cli("run", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path}", data_folder=cache)
+    result = cli("run", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path}", data_folder=cache)
     assert_one_line_error(
         result, "dataset 'zoo'", "holds X [50, 16]", "declares shape [101, 16]", "data verify"
     )
@@ -187,7 +188,7 @@ def test_a_cached_file_that_differs_from_its_config_shape_exits_2(tmp_path):
 
 def test_a_glob_sweep_which_only_hydra_can_expand_still_runs(tmp_path):
     require_cached("zoo")
-    result = run_cli("run", "-m", "dataset=glob(zo*)", "profile=smoke", f"results_dir={tmp_path}")
+    result = cli("run", "-m", "dataset=glob(zo*)", "profile=smoke", f"results_dir={tmp_path}")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("zoo  kmeans  seed=0 |") == 1 and len(record_files(tmp_path)) == 1
 
@@ -195,28 +196,28 @@ def test_a_glob_sweep_which_only_hydra_can_expand_still_runs(tmp_path):
 @pytest.mark.parametrize("k", ["1", "1000"])
 def test_n_clusters_out_of_range_exits_2_naming_it(tmp_path, k):
     require_cached("zoo")
-    result = run_cli("run", f"method.estimator.n_clusters={k}", "profile=smoke", f"results_dir={tmp_path}")
+    result = cli("run", f"method.estimator.n_clusters={k}", "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, "n_clusters", k)
     assert record_files(tmp_path) == []
 
 
 def test_unknown_hyperparameter_exits_2_listing_the_valid_ones(tmp_path):
     require_cached("zoo")
-    result = run_cli("run", "method.estimator.n_iter=3", "profile=smoke", f"results_dir={tmp_path}")
+    result = cli("run", "method.estimator.n_iter=3", "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, "'n_iter'", "max_iter", "n_init")
 
 
 def test_missing_import_only_data_exits_2_pointing_at_data_import(tmp_path):
     empty = tmp_path / "cache"
     empty.mkdir()
-    result = run_cli("run", "dataset=yale", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty)
+    result = cli("run", "dataset=yale", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty)
     assert_one_line_error(result, "yale", "clusterbench data import")
 
 
 def test_a_sweep_names_every_missing_dataset_before_any_job_runs(tmp_path):
     empty = tmp_path / "cache"
     empty.mkdir()
-    result = run_cli(
+    result = cli(
         "run",
         "-m",
         "experiment=clam_table10,clam_table1",
@@ -242,19 +243,19 @@ def test_a_sweep_narrowed_to_available_datasets_runs_with_the_others_missing(tmp
     empty = tmp_path / "cache"
     empty.mkdir()
     words = ["run", "-m", "experiment=clam_baselines", *narrowing, "method=kmeans", "profile=smoke"]
-    result = run_cli(*words, f"results_dir={tmp_path}", data_folder=empty)
+    result = cli(*words, f"results_dir={tmp_path}", data_folder=empty)
     assert result.returncode == 0, result.stderr
     assert "iris  kmeans  seed=0" in result.stdout and len(record_files(tmp_path)) >= 1
 
 
 def test_unsupported_device_exits_2(tmp_path):
-    result = run_cli("run", "dataset=iris", "device=gpu", "profile=smoke", f"results_dir={tmp_path}")
+    result = cli("run", "dataset=iris", "device=gpu", "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, "device", "gpu")
 
 
 @pytest.mark.parametrize("threads", ["0", "two"])
 def test_invalid_threads_exits_2_naming_it(tmp_path, threads):
-    result = run_cli("run", "dataset=iris", f"threads={threads}", "profile=smoke", f"results_dir={tmp_path}")
+    result = cli("run", "dataset=iris", f"threads={threads}", "profile=smoke", f"results_dir={tmp_path}")
     assert_one_line_error(result, "threads must be an integer ≥ 1 or null", threads)
 
 
@@ -267,7 +268,7 @@ def test_a_failed_point_is_reported_and_makes_run_exit_1(tmp_path):
 
 
 def test_list_shows_datasets_with_shape_and_k_and_the_methods():
-    result = run_cli("list")
+    result = cli("list")
     assert result.returncode == 0, result.stderr
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.startswith("  ")}
     assert rows["zoo"][1:4] == ["101", "16", "7"]
@@ -286,7 +287,7 @@ def test_data_import_copies_npz_files_into_the_cache(tmp_path):
     np.savez(source / "toy.npz", X=X, y=y)
     np.savez(source / "other.npz", X=X[:4], y=y[:4])
     (source / "notes.txt").write_text("not data")
-    result = run_cli("data", "import", str(source), data_folder=cache)
+    result = cli("data", "import", str(source), data_folder=cache)
     assert result.returncode == 0, result.stderr
     assert "imported 2 file(s)" in result.stdout
     assert sorted(p.name for p in cache.iterdir()) == ["other.npz", "toy.npz"]
@@ -298,7 +299,7 @@ def test_data_import_copies_npz_files_into_the_cache(tmp_path):
 def test_data_import_refuses_a_folder_without_npz_files(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "zoo.csv").write_text("a,b\n1,2\n")
-    result = run_cli("data", "import", str(tmp_path / "src"), data_folder=tmp_path / "cache")
+    result = cli("data", "import", str(tmp_path / "src"), data_folder=tmp_path / "cache")
     assert_one_line_error(result, "no .npz files")
     assert not (tmp_path / "cache").exists()
 
@@ -308,7 +309,7 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
     source.mkdir()
     np.savez(source / "a_good.npz", X=np.zeros((4, 2)), y=np.zeros(4))
     np.savez(source / "b_bad.npz", X=np.zeros((4, 2)))  # no y
-    result = run_cli("data", "import", str(source), data_folder=cache)
+    result = cli("data", "import", str(source), data_folder=cache)
     assert_one_line_error(result, "b_bad.npz", "'y'")
     assert not cache.exists() or list(cache.iterdir()) == []
 
@@ -329,7 +330,7 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
 def test_a_sweeper_dataset_override_is_checked_as_hydra_reads_it(tmp_path, words, fragments):
     empty = tmp_path / "cache"
     empty.mkdir()
-    result = run_cli(
+    result = cli(
         "run", "-m", *words, "method=kmeans", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty
     )
     assert_one_line_error(result, *fragments)
@@ -339,7 +340,7 @@ def test_a_sweeper_dataset_override_is_checked_as_hydra_reads_it(tmp_path, words
 def test_a_glob_that_matches_missing_datasets_is_refused_before_any_job(tmp_path):
     empty = tmp_path / "cache"
     empty.mkdir()
-    result = run_cli(
+    result = cli(
         "run", "-m", "dataset=glob(y*)", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty
     )
     assert_one_line_error(result, "no OpenML source: yale;")
@@ -365,28 +366,28 @@ def test_data_import_refuses_a_file_that_is_not_an_npz(tmp_path, content, fragme
     source = tmp_path / "src"
     source.mkdir()
     (source / "bad.npz").write_bytes(content)
-    assert_one_line_error(run_cli("data", "import", str(source), data_folder=tmp_path / "cache"), *fragments)
+    assert_one_line_error(cli("data", "import", str(source), data_folder=tmp_path / "cache"), *fragments)
 
 
 def test_data_import_refuses_arrays_of_the_wrong_shape(tmp_path):
     source = tmp_path / "src"
     source.mkdir()
     np.savez(source / "toy.npz", X=np.zeros((4, 2)), y=np.zeros(5))
-    result = run_cli("data", "import", str(source), data_folder=tmp_path / "cache")
+    result = cli("data", "import", str(source), data_folder=tmp_path / "cache")
     assert_one_line_error(result, "toy.npz holds X (4, 2) and y (5,)")
 
 
 def test_a_results_dir_that_is_not_a_writable_folder_exits_2_before_any_fit(tmp_path):
     blocked = tmp_path / "a_file"
     blocked.write_text("")
-    result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={blocked}")
+    result = cli("run", "dataset=iris", "profile=smoke", f"results_dir={blocked}")
     assert_one_line_error(result, f"results_dir '{blocked}' is not a writable folder")
-    table = run_cli("table", "clam_table1", "--results-dir", str(blocked))
+    table = cli("table", "clam_table1", "--results-dir", str(blocked))
     assert_one_line_error(table, "is not a writable folder")
 
 
 def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
-    result = run_cli("table", "clam_table1", "--results-dir", str(tmp_path), "--profile", "smoke")
+    result = cli("table", "clam_table1", "--results-dir", str(tmp_path), "--profile", "smoke")
     assert_one_line_error(
         result,
         "no records of clam_baselines, clam_table1",
@@ -399,7 +400,7 @@ def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
 
 
 def test_all_tables_without_any_records_exit_2_naming_where_they_looked(tmp_path):
-    result = run_cli("table", "--all", "--results-dir", str(tmp_path), "--profile", "smoke")
+    result = cli("table", "--all", "--results-dir", str(tmp_path), "--profile", "smoke")
     assert_one_line_error(
         result,
         f"no table's experiments have records under {tmp_path}/runs/smoke",
@@ -418,7 +419,7 @@ def test_all_tables_build_every_table_they_can_and_then_name_the_one_refused(tmp
     for path in (runs / "sr_table3").rglob("*.csv"):  # records scored without ACC, which its table reads
         records = pd.read_csv(path)
         records[records["metric"] != "acc"].to_csv(path, index=False)
-    result = run_cli("table", "--all", "--results-dir", str(tmp_path))
+    result = cli("table", "--all", "--results-dir", str(tmp_path))
     assert_one_line_error(
         result,
         "table sr_table3: no record of sr_table3 holds metric 'acc'",
@@ -448,12 +449,12 @@ def test_all_tables_build_every_table_they_can_and_then_name_the_one_refused(tmp
     ],
 )
 def test_a_mistyped_name_outside_run_exits_2_in_one_line(tmp_path, words, fragments):
-    result = run_cli(*words, "--results-dir", str(tmp_path)) if words[0] != "data" else run_cli(*words)
+    result = cli(*words, "--results-dir", str(tmp_path)) if words[0] != "data" else cli(*words)
     assert_one_line_error(result, *fragments)
 
 
 def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
-    result = run_cli(
+    result = cli(
         "run",
         "dataset=iris",
         "profile=smoke",
@@ -479,7 +480,7 @@ def method_file_without_name():
 
 
 def test_a_method_file_may_leave_out_its_name_and_variant(tmp_path, method_file_without_name):
-    result = run_cli(
+    result = cli(
         "run",
         "dataset=iris",
         "profile=smoke",
@@ -495,7 +496,7 @@ def test_a_method_file_may_leave_out_its_name_and_variant(tmp_path, method_file_
 def test_data_verify_reports_an_unreadable_file_and_checks_the_others(tmp_path):
     shutil.copyfile(require_cached("ecoli") / "ecoli.npz", tmp_path / "ecoli.npz")
     (tmp_path / "zoo.npz").write_bytes(b"")
-    result = run_cli("data", "verify", data_folder=tmp_path)
+    result = cli("data", "verify", data_folder=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith("  ")}
     assert "MISMATCH: cannot read" in rows["zoo"] and rows["ecoli"].endswith(" ok")
@@ -521,7 +522,7 @@ def test_run_counts_its_own_failures_and_no_other_process_s(tmp_path):
     (failed,) = record_files(tmp_path)
     future = time.time() + 600
     os.utime(failed, (future, future))  # as if written during the next run
-    mine = run_cli("run", "dataset=iris", "method=kmeans", "profile=smoke", f"results_dir={tmp_path}")
+    mine = cli("run", "dataset=iris", "method=kmeans", "profile=smoke", f"results_dir={tmp_path}")
     assert mine.returncode == 0, (mine.stdout, mine.stderr)
     assert not (tmp_path / "runs" / ".journal").exists()  # each run clears its journal
 
@@ -542,7 +543,7 @@ def test_a_swept_results_dir_counts_the_failures_of_every_folder(tmp_path):
 
 
 def test_hydra_flags_after_the_overrides_still_work(tmp_path):
-    result = run_cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", "--cfg", "job")
+    result = cli("run", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", "--cfg", "job")
     assert result.returncode == 0, result.stderr
     assert "name: iris" in result.stdout and not record_files(tmp_path)
     # The printed config is the whole output (a run summary after it, "0 point(s): none", was
@@ -567,7 +568,7 @@ def test_an_output_path_that_is_a_folder_or_no_metric_exits_2_in_one_line(tmp_pa
     """A folder given for the output file was a traceback (IsADirectoryError), and --metrics ','
     a table without metric columns."""
     words = [word.format(folder=tmp_path) for word in words]
-    result = run_cli(*words, "--results-dir", str(REPO / "results"))
+    result = cli(*words, "--results-dir", str(REPO / "results"))
     assert_one_line_error(result, *(fragment.format(folder=tmp_path) for fragment in fragments))
     assert not any(tmp_path.iterdir())
 

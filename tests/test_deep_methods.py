@@ -19,7 +19,7 @@ from clusterbench.errors import HyperparameterError
 from clusterbench.methods import DCEC, DKM, IDEC, KhatriRaoDKM, KhatriRaoIDEC
 from clusterbench.methods.dkm import annealed_alphas, dkm_loss
 from clusterbench.methods.kr_deep import SumProtocentroids
-from tests.helpers import REPO, compose_config, require_cached, run_cli
+from tests.helpers import REPO, cli, compose_config, require_cached
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -382,7 +382,7 @@ def test_input_space_dec_refits_give_the_committed_records(tmp_path):
     require_cached("zoo")
     committed = REPO / "results" / "runs" / "paper" / "clam_table1" / "zoo" / "dec"
     assert len(list(committed.glob("*.csv"))) == 16
-    run_cli(
+    cli(
         "run", "-m", "experiment=clam_table1", "profile=paper", "dataset=zoo", "method=dec",
         "grids.dec.update_interval=[1,30,140]", f"results_dir={tmp_path}",
     )  # fmt: skip

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import matplotlib
 import numpy as np
@@ -20,7 +18,7 @@ from matplotlib import image
 from clusterbench.figures import clam as figures
 from clusterbench.figures import save_figure
 from clusterbench.results import COLUMNS
-from tests.helpers import REPO
+from tests.helpers import REPO, script
 
 matplotlib.use("Agg")
 
@@ -220,14 +218,9 @@ def test_the_script_draws_fig8_from_the_committed_search_and_refuses_without_rec
     """``scripts/clam_figures.py 8`` fits nothing: it draws the committed clam_search records
     (the lr sweep on MovLib); asked for by name where a results folder has none, it fails in one
     line that says what to run."""
-    script = [sys.executable, str(REPO / "scripts" / "clam_figures.py"), "8", "--out", str(tmp_path)]
-    drawn = subprocess.run(
-        [*script, "--results", str(REPO / "results")], capture_output=True, text=True, cwd=REPO
-    )
+    drawn = script("clam_figures", "8", "--out", str(tmp_path), "--results", str(REPO / "results"))
     assert drawn.returncode == 0, drawn.stderr
     assert (tmp_path / "clam_fig8.png").read_bytes().startswith(b"\x89PNG")
-    empty = subprocess.run(
-        [*script, "--results", str(tmp_path / "none")], capture_output=True, text=True, cwd=REPO
-    )
+    empty = script("clam_figures", "8", "--out", str(tmp_path), "--results", str(tmp_path / "none"))
     assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
     assert "run -m experiment=clam_search profile=paper results_dir=" in empty.stderr

@@ -11,7 +11,7 @@ import pytest
 
 from clusterbench.overrides import rewrite_overrides, unread_key_hint
 from clusterbench.results import load_records
-from tests.helpers import run_cli
+from tests.helpers import cli
 from tests.test_cli import assert_one_line_error
 
 pytestmark = pytest.mark.slow
@@ -99,7 +99,7 @@ def test_a_variable_another_override_reads_may_be_added():
 
 @pytest.mark.parametrize("word", ["method.beta=3", "+method.beta=3"])
 def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
-    result = run_cli("run", "method=clam", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", word)
+    result = cli("run", "method=clam", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", word)
     assert result.returncode == 0, result.stderr
     assert "beta=3 |" in result.stdout  # the summary line names the value fitted
     (params,) = set(load_records(tmp_path, "smoke")["params"])
@@ -140,7 +140,7 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
     ],
 )
 def test_an_override_nothing_would_read_exits_2_in_one_line(tmp_path, words, fragments):
-    result = run_cli(
+    result = cli(
         "run", "method=clam", "dataset=iris", "profile=smoke", f"results_dir={tmp_path}", *words, cwd=tmp_path
     )
     assert_one_line_error(result, *fragments)
@@ -156,10 +156,10 @@ def test_a_hyperparameter_without_a_default_exits_2_in_one_line_and_runs_once_gi
         f"results_dir={tmp_path}",
         "method.estimator._target_=tests.helpers.NeedsBandwidth",
     ]
-    result = run_cli(*words, cwd=tmp_path)
+    result = cli(*words, cwd=tmp_path)
     assert_one_line_error(result, "NeedsBandwidth has no default for 'bandwidth'", "method.bandwidth=VALUE")
     assert not any(tmp_path.rglob("*.csv"))
-    result = run_cli(*words, "method.bandwidth=0.5", cwd=tmp_path)
+    result = cli(*words, "method.bandwidth=0.5", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     records = load_records(tmp_path, "paper")
     assert set(records["status"]) == {"ok"}
@@ -176,7 +176,7 @@ def test_a_hyperparameter_without_a_default_exits_2_in_one_line_and_runs_once_gi
 def test_a_sweep_refuses_a_bad_value_of_a_later_job_before_fitting_any(tmp_path, words, fragments):
     """The sweep's record check swallowed the later job's error: the earlier jobs fitted, then
     the sweep stopped in the middle without its closing summary."""
-    result = run_cli("run", *words, "method=kmeans", "dataset=iris", f"results_dir={tmp_path}", cwd=tmp_path)
+    result = cli("run", *words, "method=kmeans", "dataset=iris", f"results_dir={tmp_path}", cwd=tmp_path)
     assert_one_line_error(result, *fragments)
     assert not any(tmp_path.rglob("*.csv"))
 
@@ -189,14 +189,14 @@ def test_a_sweep_refuses_a_bad_value_of_a_later_job_before_fitting_any(tmp_path,
 def test_seeds_a_method_does_not_run_at_fit_nothing_and_say_so(tmp_path, words):
     """Exit 0 with "2 of 2 jobs are recorded already" (the sweep) or "0 point(s)" (one job)
     where no record existed: nothing was fitted because method_seeds excluded every seed."""
-    result = run_cli("run", *words, "method=kmeans", "dataset=iris", f"results_dir={tmp_path}", cwd=tmp_path)
+    result = cli("run", *words, "method=kmeans", "dataset=iris", f"results_dir={tmp_path}", cwd=tmp_path)
     assert_one_line_error(result, "method 'kmeans' runs only at seed(s) [0] (method_seeds)", "use seed=0")
     assert "recorded already" not in result.stdout + result.stderr
 
 
 def test_a_job_that_raises_outside_its_fits_fails_the_sweep(tmp_path):
     """Under -m a job's error was read by no one: the sweep ended with exit 0 and 0 points."""
-    result = run_cli(
+    result = cli(
         "run",
         "-m",
         "dataset=iris",
@@ -240,6 +240,6 @@ def test_device_cuda_without_a_gpu_exits_2_for_every_method(tmp_path, method):
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    result = run_cli("run", f"method={method}", "dataset=iris", "device=cuda", f"results_dir={tmp_path}")
+    result = cli("run", f"method={method}", "dataset=iris", "device=cuda", f"results_dir={tmp_path}")
     assert_one_line_error(result, "device='cuda' but no CUDA GPU is visible", "device=cpu")
     assert not any(tmp_path.rglob("*.csv"))

@@ -33,7 +33,7 @@ from clusterbench.methods.prcut import (
 )
 from clusterbench.results import read_record
 from clusterbench.runner import method_grid
-from tests.helpers import Interrupted, compose_config, load_script, record_files, run_cli, stop_after_saves
+from tests.helpers import Interrupted, cli, compose_config, load_script, record_files, stop_after_saves
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -602,7 +602,7 @@ def test_a_fitted_prcut_and_mlp_pickle(blobs):
 def test_the_runner_gives_the_labels_to_a_method_whose_tags_require_them(tmp_path):
     assert needs_labels(PRCut(similarity="labels")) and needs_labels(SupervisedMLP())
     assert not needs_labels(PRCut(similarity="knn"))
-    result = run_cli("run", "method=supervised_mlp", "dataset=wine", f"results_dir={tmp_path}")
+    result = cli("run", "method=supervised_mlp", "dataset=wine", f"results_dir={tmp_path}")
     assert result.returncode == 0, result.stderr[-2000:]
     (record,) = record_files(tmp_path)
     frame = read_record(record)

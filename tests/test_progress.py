@@ -15,7 +15,7 @@ import pytest
 from clusterbench import fitting, progress
 from clusterbench.errors import UserError
 from clusterbench.results import record_path, write_record
-from tests.helpers import run_cli
+from tests.helpers import cli
 from tests.test_results import rows
 
 
@@ -110,7 +110,7 @@ def test_a_malformed_interval_stops_the_run_with_one_line(value, tmp_path, monke
     monkeypatch.setenv(progress.INTERVAL_ENV, value)
     with pytest.raises(UserError, match=f"{progress.INTERVAL_ENV}='{value}' is not a number of seconds"):
         progress.line_interval()
-    result = run_cli("run", "method=kmeans", "dataset=zoo", f"results_dir={tmp_path}")
+    result = cli("run", "method=kmeans", "dataset=zoo", f"results_dir={tmp_path}")
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"clusterbench: error: {progress.INTERVAL_ENV}='{value}' is not a number of seconds ≥ 0; "
@@ -137,7 +137,7 @@ def test_off_a_terminal_nested_bars_write_clean_lines_and_a_kept_bar_no_repeat(c
 
 def test_off_a_terminal_a_sweep_writes_its_jobs_bar(tmp_path, monkeypatch):
     monkeypatch.setenv(progress.INTERVAL_ENV, "0.01")
-    result = run_cli("run", "-m", "method=kmeans", "dataset=zoo", "seed=0,1,2", f"results_dir={tmp_path}")
+    result = cli("run", "-m", "method=kmeans", "dataset=zoo", "seed=0,1,2", f"results_dir={tmp_path}")
     assert result.returncode == 0, result.stderr
     assert re.search(r"^\S+ \S+ jobs: +\d+%\|.*\| [12]/3 \[", result.stderr, re.MULTILINE), result.stderr
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import record_files, run_cli
+from tests.helpers import cli, record_files
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +18,7 @@ def launched_jobs(sweep_dir) -> list[str]:
 
 
 def sweep(tmp_path, name: str, *words: str):
-    return run_cli(*SWEEP, f"results_dir={tmp_path}", f"hydra.sweep.dir={tmp_path}/{name}", *words)
+    return cli(*SWEEP, f"results_dir={tmp_path}", f"hydra.sweep.dir={tmp_path}/{name}", *words)
 
 
 def test_a_finished_sweep_launches_no_job_and_counts_its_points(tmp_path):

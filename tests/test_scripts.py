@@ -23,18 +23,7 @@ from clusterbench.methods import SpectralKNN
 from clusterbench.metrics import acc
 from clusterbench.results import UMASK
 from clusterbench.scripting import output_folder, positive_int
-from tests.helpers import REPO, cli_env, load_script, require_cached
-
-
-def run_script(name: str, *words: str, data_folder=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "scripts" / f"{name}.py"), *words],
-        cwd=REPO,
-        env=cli_env(data_folder),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.helpers import REPO, load_script, require_cached, script
 
 
 @pytest.mark.parametrize(
@@ -60,7 +49,7 @@ def test_a_script_ends_a_user_error_in_one_line_with_exit_status_2(name, words, 
     if "--sizes" in words:
         require_cached("fashion_mnist")  # its sizes are checked against the file, which OpenML would fetch
     out = tmp_path / "out"
-    result = run_script(
+    result = script(
         name,
         *words,
         *(["--out", str(out)] if name == "bench_clam" else []),
@@ -239,7 +228,7 @@ def test_make_tables_runs_a_job_per_core_at_smoke_and_one_at_a_time_at_paper():
 def test_sc_selection_prints_the_run_spectral_knn_keeps_and_the_best_by_acc():
     """The script's runs are the estimator's: its "kept" run is fit's (same seeds, same data
     preparation), and "best ACC" is the run of highest ACC among them."""
-    result = run_script("sc_selection", "digits", "--n-init", "4")
+    result = script("sc_selection", "digits", "--n-init", "4")
     assert result.returncode == 0, result.stderr
     lines = {line.split(" run ")[0].strip(): line for line in result.stdout.splitlines()[1:4]}
     data = load_dataset(dataset_spec("digits", "prcut_table2"))

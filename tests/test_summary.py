@@ -15,7 +15,7 @@ from clusterbench.errors import UserError
 from clusterbench.results import load_records
 from clusterbench.runner import run_job
 from clusterbench.summary import format_summary, headline_metrics, load_summary, summarize
-from tests.helpers import DATA_FOLDER, compose_config, run_cli
+from tests.helpers import DATA_FOLDER, cli, compose_config
 
 SEEDS = (0, 1, 2)
 
@@ -181,7 +181,7 @@ def test_no_records_is_a_user_error_naming_the_profile_that_holds_some(results):
 
 def test_the_cli_prints_the_table_and_writes_the_csv(results, tmp_path):
     out = tmp_path / "summary.csv"
-    result = run_cli(
+    result = cli(
         "summary", "adhoc", "failing", "--profile", "smoke", "--results-dir", str(results), "--csv", str(out)
     )
     assert result.returncode == 0, result.stderr
@@ -194,7 +194,7 @@ def test_the_cli_prints_the_table_and_writes_the_csv(results, tmp_path):
 
 
 def test_the_cli_with_no_records_exits_2_in_one_line(tmp_path):
-    result = run_cli("summary", "--results-dir", str(tmp_path))
+    result = cli("summary", "--results-dir", str(tmp_path))
     assert result.returncode == 2
     assert result.stderr.startswith("clusterbench: error: no records of adhoc under ")
     assert "`clusterbench run -m method=kmeans dataset=zoo" in result.stderr
