@@ -180,6 +180,14 @@ def check_keyed_maps(cfg: DictConfig) -> None:
             f"dataset_overrides.{cfg.dataset.name}.{unknown[0]}: dataset '{cfg.dataset.name}' has no key "
             f"'{unknown[0]}'; its keys are: {', '.join(cfg.dataset)}"
         )
+    method_seeds(cfg)
+    cap = cfg.method.get("max_samples")
+    if cap is not None and not (is_int(cap) and cap >= 1):
+        raise UserError(f"method.max_samples must be an integer ≥ 1 or null, got {cap!r}")
+
+
+def method_seeds(cfg: DictConfig) -> list[int] | None:
+    """The only seeds the job's method runs at (``method_seeds.<method>``), None for every seed."""
     seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
     if seeds is not None and not (
         OmegaConf.is_list(seeds) and all(is_int(seed) and seed >= 0 for seed in seeds)
@@ -187,9 +195,7 @@ def check_keyed_maps(cfg: DictConfig) -> None:
         raise UserError(
             f"method_seeds.{cfg.method.name} must be a list of seeds (integers ≥ 0), got {seeds!r}"
         )
-    cap = cfg.method.get("max_samples")
-    if cap is not None and not (is_int(cap) and cap >= 1):
-        raise UserError(f"method.max_samples must be an integer ≥ 1 or null, got {cap!r}")
+    return None if seeds is None else list(seeds)
 
 
 # Each setting keyed by name, and what its keys name.

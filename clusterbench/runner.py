@@ -27,6 +27,7 @@ from clusterbench.checks import (
     check_required_keys,
     check_threads,
     fit_timeout,
+    method_seeds,
     metric_options,
 )
 from clusterbench.data import Dataset, load_dataset
@@ -263,7 +264,7 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
             raise UserError(f"{setting} must be true or false, got {cfg.get(setting)!r}")
     check_required_keys(cfg)
     check_keyed_maps(cfg)
-    seeds = (cfg.get("method_seeds") or {}).get(cfg.method.name)
+    seeds = method_seeds(cfg)
     if seeds is not None and seed not in seeds:
         return None  # a method that ignores the seed (e.g. DBSCAN) runs at the listed seeds only
     # Checked before the dataset loads, which may take minutes.
@@ -283,7 +284,7 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
 
 def seeds_not_run(cfg: DictConfig) -> str:
     """Why :func:`prepare_job` gave no job: the method runs at the listed seeds only (``method_seeds``)."""
-    seeds = list(cfg.method_seeds[cfg.method.name])
+    seeds = method_seeds(cfg)
     if not seeds:
         return f"method_seeds.{cfg.method.name} is empty"
     return (
