@@ -9,10 +9,13 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import logging
 import os
 import runpy
+import signal
 import subprocess
 import sys
+import tempfile
 import traceback
 import warnings
 from pathlib import Path
@@ -118,48 +121,104 @@ def script(name: str, *words: str, data_folder: Path | None = None) -> subproces
 
 
 def in_process(call, argv: list[str], *, data_folder: Path | None = None, cwd: Path = REPO):
-    """``call()`` with ``sys.argv``, the environment and the folder a subprocess of ``run_cli``
-    would get, and what it prints, its exit status (SystemExit or the returned int) and any uncaught
-    error's traceback returned as that subprocess's CompletedProcess. Warnings print as a fresh
-    interpreter prints them, not recorded by pytest. Each fresh process spends seconds importing
-    scikit-learn, pandas and Hydra; the tests of what a command says and writes need none."""
+    """``call()`` as the fresh process of ``run_cli`` would run it: that ``sys.argv``, folder,
+    ``$CLUSTERBENCH_DATA`` and ``$HYDRA_FULL_ERROR``; what it writes to stdout and stderr (Python's
+    streams and the file descriptors below them, which C code and child processes write to), its
+    exit status as a process would give it, an uncaught error's traceback, warnings printed as a
+    fresh interpreter prints them and log records as Python's last-resort handler does, returned
+    as that process's CompletedProcess. A fresh process spends seconds importing scikit-learn,
+    pandas and Hydra; the tests of what a command says and writes need none. What a run sets
+    process-wide is put back after it: Hydra's singletons (the sweeper's HydraConfig), the logging
+    handlers Hydra installs, torch's thread count, the caches of the configs read once."""
+    from hydra.core.singleton import Singleton
+
+    from clusterbench import catalog, overrides
+
+    for cached in (catalog.method_names, overrides.file_keys, overrides.settings):
+        cached.cache_clear()  # a test may have written a config file: a fresh process reads it
     stdout, stderr = io.StringIO(), io.StringIO()
     saved_argv, saved_cwd = list(sys.argv), os.getcwd()
     saved_env = {key: os.environ.get(key) for key in (DATA_ENV, "HYDRA_FULL_ERROR")}
+    saved_hydra = Singleton.get_state()
+    loggers = [logging.getLogger(), logging.getLogger("hydra")]
+    saved_logging = [(logger, list(logger.handlers), logger.level) for logger in loggers]
+    torch = sys.modules.get("torch")
+    saved_threads = torch.get_num_threads() if torch else None
     os.environ[DATA_ENV] = str(DATA_FOLDER if data_folder is None else data_folder)
     os.environ["HYDRA_FULL_ERROR"] = "0"
     sys.argv = list(argv)
     os.chdir(cwd)
+    logging.getLogger().handlers = []  # pytest's capture would swallow what lastResort prints
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_fds = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as fd1_file, tempfile.TemporaryFile() as fd2_file:
+        try:
+            os.dup2(fd1_file.fileno(), 1)
+            os.dup2(fd2_file.fileno(), 2)
+            with (
+                contextlib.redirect_stdout(stdout),
+                contextlib.redirect_stderr(stderr),
+                warnings.catch_warnings(),
+            ):
+                warnings.resetwarnings()  # a fresh interpreter's filters, first to last
+                warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+                for category in (
+                    DeprecationWarning,
+                    PendingDeprecationWarning,
+                    ImportWarning,
+                    ResourceWarning,
+                ):
+                    warnings.simplefilter("ignore", category, append=True)
+                warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: (
+                    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+                )
+                returncode = _exit_status(call)
+        finally:
+            for fd, saved in zip((1, 2), saved_fds, strict=True):
+                os.dup2(saved, fd)
+                os.close(saved)
+            os.chdir(saved_cwd)
+            sys.argv = saved_argv
+            for key, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            Singleton.set_state(saved_hydra)
+            for logger, handlers, level in saved_logging:
+                for handler in set(logger.handlers) - set(handlers):
+                    handler.close()
+                logger.handlers, logger.level = handlers, level
+            if torch:
+                torch.set_num_threads(saved_threads)
+        below = []
+        for file in (fd1_file, fd2_file):
+            file.seek(0)
+            below.append(file.read().decode(errors="replace"))
+    return subprocess.CompletedProcess(
+        argv, returncode, stdout.getvalue() + below[0], stderr.getvalue() + below[1]
+    )
+
+
+def _exit_status(call) -> int:
+    """What a process running ``call()`` then exiting with its return value would exit with."""
     try:
-        with (
-            contextlib.redirect_stdout(stdout),
-            contextlib.redirect_stderr(stderr),
-            warnings.catch_warnings(),
-        ):
-            warnings.resetwarnings()
-            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
-                warnings.simplefilter("ignore", category)
-            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: (
-                sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
-            )
-            try:
-                returncode = call() or 0
-            except SystemExit as exc:
-                returncode = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-                if isinstance(exc.code, str):
-                    print(exc.code, file=sys.stderr)
-            except Exception:
-                traceback.print_exc()
-                returncode = 1
-    finally:
-        os.chdir(saved_cwd)
-        sys.argv = saved_argv
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return subprocess.CompletedProcess(argv, returncode, stdout.getvalue(), stderr.getvalue())
+        code = call()
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return -signal.SIGINT  # as a process killed by Ctrl-C
+    except Exception:
+        traceback.print_exc()
+        return 1
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)  # sys.exit("message"): printed, status 1
+    return 1
 
 
 def record_files(results_dir: Path) -> list[Path]:

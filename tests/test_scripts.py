@@ -23,7 +23,7 @@ from clusterbench.methods import SpectralKNN
 from clusterbench.metrics import acc
 from clusterbench.results import UMASK
 from clusterbench.scripting import output_folder, positive_int
-from tests.helpers import REPO, load_script, require_cached, script
+from tests.helpers import REPO, cli_env, load_script, require_cached, script
 
 
 @pytest.mark.parametrize(
@@ -59,6 +59,21 @@ def test_a_script_ends_a_user_error_in_one_line_with_exit_status_2(name, words, 
     assert result.stderr.startswith(message)
     assert len(result.stderr.strip().splitlines()) == 1  # no traceback
     assert result.stdout == "" and not out.exists()
+
+
+def test_a_script_run_by_python_ends_a_user_error_in_one_line():
+    """The same, in a fresh interpreter, as a user runs a script (the tests above run it in-process)."""
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "sc_selection.py"), "nosuch"],
+        cwd=REPO,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("sc_selection.py: error: unknown dataset 'nosuch'; known dataset")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_positive_int_takes_integers_from_one():
