@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import hashlib
 import io
 import json
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -426,8 +428,26 @@ JOURNAL_ENV = "CLUSTERBENCH_JOURNAL"
 
 def journal_folder(results_dir: Path) -> Path:
     """A fresh folder for one run's journal, on the results' file system (which a cluster's nodes
-    share)."""
-    return records_folder(Path(results_dir).resolve(), ".journal", uuid.uuid4().hex)
+    share), named ``<host>-<pid>-<random>`` after the run's process. The journals that runs killed
+    on this host left behind (SIGKILL, a lost session: their process is gone) are removed; hosts
+    sharing a results folder are told apart by name, as lock files on shared file systems are."""
+    journals = records_folder(Path(results_dir).resolve(), ".journal")
+    host = socket.gethostname()
+    for folder in journals.glob(f"{glob.escape(host)}-*-*"):
+        pid = folder.name[len(host) + 1 :].partition("-")[0]
+        if pid.isdigit() and int(pid) not in (0, os.getpid()) and not _process_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+    return journals / f"{host}-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        pass
+    return True
 
 
 def note_outcomes(entries: Iterable[tuple[str, bool, Path | None]]) -> None:

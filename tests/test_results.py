@@ -6,6 +6,7 @@ import csv
 import math
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from clusterbench.results import (
     code_version,
     config_hash,
     finished_record,
+    journal_folder,
     load_records,
     read_labels,
     read_record,
@@ -407,3 +409,22 @@ def test_compare_records_names_the_points_a_rerun_does_not_reproduce(tmp_path, c
     # Relative tolerance, for metrics that are large sums (inertia): 1e-6 on 0.374 is 2.7e-6 of it.
     assert record_differences(fresh, committed, atol=0, rtol=1e-5)[1:] == (2, 0)
     assert record_differences(fresh, committed, atol=0, rtol=1e-6)[1:] == (2, 1)
+
+
+def test_a_run_clears_the_journals_of_dead_runs_on_its_host_and_no_other(tmp_path):
+    """A SIGKILLed run leaves its notes (runs/.journal/<host>-<pid>-<id>); the next run removes
+    those whose process is gone, and keeps a live run's and another host's."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead = int(finished.stdout)
+    host = socket.gethostname()
+    journals = tmp_path / "runs" / ".journal"
+    names = [
+        f"{host}-{dead}-{'a' * 32}",
+        f"{host}-{os.getppid()}-{'b' * 32}",
+        f"other{host}-{dead}-{'c' * 32}",
+    ]
+    for name in names:
+        (journals / name).mkdir(parents=True)
+    mine = journal_folder(tmp_path)
+    assert mine.parent == journals and mine.name.startswith(f"{host}-{os.getpid()}-")
+    assert sorted(path.name for path in journals.iterdir()) == sorted(names[1:])

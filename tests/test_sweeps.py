@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -98,6 +99,8 @@ def test_a_sigkilled_sweep_leaves_no_partial_record_and_resumes(tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     assert process.returncode == -signal.SIGKILL
+    # The killed run's notes, if it wrote any before the kill, and as a run of its pid would name them.
+    (tmp_path / "runs" / ".journal" / f"{socket.gethostname()}-{process.pid}-{'0' * 32}").mkdir(parents=True)
 
     done = record_files(tmp_path)
     assert 1 <= len(done) < total
@@ -109,6 +112,7 @@ def test_a_sigkilled_sweep_leaves_no_partial_record_and_resumes(tmp_path):
 
     rerun = subprocess.run(command, cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert not (tmp_path / "runs" / ".journal").exists()  # the next run on this host cleared them
     frame = assert_one_ok_record_per_file(tmp_path)
     files = record_files(tmp_path)
     assert len(files) == total
