@@ -283,3 +283,43 @@ def test_a_users_torch_estimator_needs_no_n_threads():
         Mine(device="tpu")._validate_params()
     with pytest.raises(HyperparameterError, match="Mine lr must be a number > 0, got -1"):
         Mine(lr=-1)._validate_params()
+
+
+def denormals_flushed() -> bool:
+    import torch
+
+    return torch.tensor([1e-39]).mul(1.0).item() == 0.0  # 1e-39 is a float32 denormal
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        "PRCut(n_clusters=3, n_neighbors=3, hidden=16, batch_size=16, steps=5, device='cpu', random_state=0)",
+        "SupervisedMLP(hidden=16, epochs=2, device='cpu', random_state=0)",
+        "DEC(n_clusters=3, update_interval=5, max_iter=10, device='cpu', random_state=0)",
+    ],
+)
+def test_a_torch_fit_flushes_denormals_and_leaves_the_setting_as_it_found_it(estimator, monkeypatch):
+    """Denormals slowed training steps 20x, so fits flush them; the caller's setting comes back."""
+    import numpy as np
+    import torch
+
+    from clusterbench import methods
+
+    seen = []
+    backward = torch.Tensor.backward
+
+    def recorded_backward(self, *args, **kwargs):
+        seen.append(denormals_flushed())
+        return backward(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "backward", recorded_backward)
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    y = np.repeat([0, 1, 2], 20)
+    for before in (False, True):
+        torch.set_flush_denormal(before)
+        seen.clear()
+        eval(estimator, vars(methods)).fit(X, y)
+        assert seen and all(seen)
+        assert denormals_flushed() == before
+    torch.set_flush_denormal(False)

@@ -67,6 +67,7 @@ from clusterbench.validation import (
     TorchHyperparameters,
     check_enough_points,
     check_predict_input,
+    flush_denormals,
     in_interval,
     one_of,
     resolve_device,
@@ -345,7 +346,6 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Train the encoder by Algorithm 1 on ``X``; ``y`` is used only by ``similarity='labels'``."""
         self._validate_params()
-        torch.set_flush_denormal(True)  # denormals slowed small-network CPU steps 20x (notes, C)
         name = type(self).__name__
         X = graphs.check_points(X, name)
         n = len(X)
@@ -362,7 +362,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         if self.similarity == "knn":
             graphs.check_n_neighbors(self.n_neighbors, n, name)
         self.n_features_in_ = X.shape[1]
-        with torch_threads(self.n_threads):
+        with torch_threads(self.n_threads), flush_denormals():
             self.device_ = resolve_device(self.device)
             seed = resolve_seed(self.random_state)
             self._fit(X, y, seed)

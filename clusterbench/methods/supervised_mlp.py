@@ -32,6 +32,7 @@ from clusterbench.validation import (
     Constraint,
     TorchHyperparameters,
     check_predict_input,
+    flush_denormals,
     one_of,
     resolve_device,
     torch_threads,
@@ -110,10 +111,9 @@ class SupervisedMLP(TorchHyperparameters, ClassifierMixin, BaseEstimator):
                 f"{name}: y must be one label per point, got shape {y.shape} for {len(X)} points"
             )
         check_classification_targets(y)
-        torch.set_flush_denormal(True)
         self.classes_, codes = np.unique(y, return_inverse=True)
         self.n_features_in_ = X.shape[1]
-        with torch_threads(self.n_threads):
+        with torch_threads(self.n_threads), flush_denormals():
             self.device_ = resolve_device(self.device)
             seed = resolve_seed(self.random_state)
             device = self.device_

@@ -55,6 +55,7 @@ from clusterbench.validation import (
     TorchHyperparameters,
     check_enough_points,
     check_predict_input,
+    flush_denormals,
     in_interval,
     is_int,
     one_of,
@@ -297,13 +298,12 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     @contextlib.contextmanager
     def _prepare_fit(self, X) -> Iterator[FitStart]:
         """The start every fit of the family shares, and the block the fit runs in: its
-        hyperparameters checked, torch's CPU threads set (and restored after the block), ``X``
-        checked, ``n_features_in_`` and ``device_`` set, the seed resolved, the input learnt and
-        prepared on the device, the network pretrained (or read from the cache), and the
-        generator of the clustering phase seeded."""
+        hyperparameters checked, torch's CPU threads set and denormals flushed (both restored
+        after the block), ``X`` checked, ``n_features_in_`` and ``device_`` set, the seed
+        resolved, the input learnt and prepared on the device, the network pretrained (or read
+        from the cache), and the generator of the clustering phase seeded."""
         self._validate_params()
-        torch.set_flush_denormal(True)  # denormals slowed a conv AE 20× on random inputs (notes, C)
-        with torch_threads(self.n_threads):
+        with torch_threads(self.n_threads), flush_denormals():
             X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
             check_enough_points(self, len(X))
             self.n_features_in_ = X.shape[1]
