@@ -124,14 +124,21 @@ def torch_threads(n_threads: int | None):
         torch.set_num_threads(before)
 
 
+def denormals_flushed() -> bool:
+    """Whether torch flushes denormal floats to zero on the CPU: torch has a setter and no getter,
+    so the state is read by a float32 product that a flush makes 0 (1e-39 is a denormal)."""
+    import torch
+
+    return torch.tensor([1e-39]).mul(1.0).item() == 0.0
+
+
 @contextlib.contextmanager
 def flush_denormals():
     """Within the block torch flushes denormal floats to zero on the CPU, as it did or did not
-    before after it. Denormals slowed small-network training steps 20x (notes, C); torch has a
-    setter and no getter, so the state is read by a float32 product that a flush makes 0."""
+    before after it: denormals slowed small-network training steps 20x (notes, C)."""
     import torch
 
-    before = torch.tensor([1e-39]).mul(1.0).item() == 0.0
+    before = denormals_flushed()
     torch.set_flush_denormal(True)
     try:
         yield

@@ -7,6 +7,7 @@ import hashlib
 import math
 
 import pytest
+from sklearn.base import clone
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import (
@@ -17,6 +18,8 @@ from clusterbench.methods import (
     KhatriRaoNaive,
     KMeansCPrime,
     LazyKMeans,
+    PRCut,
+    SupervisedMLP,
 )
 from clusterbench.validation import (
     BOOLEAN,
@@ -24,6 +27,7 @@ from clusterbench.validation import (
     NON_NEGATIVE_REAL,
     POSITIVE_INT,
     POSITIVE_REAL,
+    denormals_flushed,
     in_interval,
     one_of,
     optional,
@@ -285,26 +289,19 @@ def test_a_users_torch_estimator_needs_no_n_threads():
         Mine(lr=-1)._validate_params()
 
 
-def denormals_flushed() -> bool:
-    import torch
-
-    return torch.tensor([1e-39]).mul(1.0).item() == 0.0  # 1e-39 is a float32 denormal
-
-
 @pytest.mark.parametrize(
     "estimator",
     [
-        "PRCut(n_clusters=3, n_neighbors=3, hidden=16, batch_size=16, steps=5, device='cpu', random_state=0)",
-        "SupervisedMLP(hidden=16, epochs=2, device='cpu', random_state=0)",
-        "DEC(n_clusters=3, update_interval=5, max_iter=10, device='cpu', random_state=0)",
+        PRCut(n_clusters=3, n_neighbors=3, hidden=16, batch_size=16, steps=5, device="cpu", random_state=0),
+        SupervisedMLP(hidden=16, epochs=2, device="cpu", random_state=0),
+        DEC(n_clusters=3, update_interval=5, max_iter=10, device="cpu", random_state=0),
     ],
+    ids=type,
 )
 def test_a_torch_fit_flushes_denormals_and_leaves_the_setting_as_it_found_it(estimator, monkeypatch):
     """Denormals slowed training steps 20x, so fits flush them; the caller's setting comes back."""
     import numpy as np
     import torch
-
-    from clusterbench import methods
 
     seen = []
     backward = torch.Tensor.backward
@@ -319,7 +316,7 @@ def test_a_torch_fit_flushes_denormals_and_leaves_the_setting_as_it_found_it(est
     for before in (False, True):
         torch.set_flush_denormal(before)
         seen.clear()
-        eval(estimator, vars(methods)).fit(X, y)
+        clone(estimator).fit(X, y)
         assert seen and all(seen)
         assert denormals_flushed() == before
     torch.set_flush_denormal(False)
