@@ -125,9 +125,10 @@ def in_process(call, argv: list[str], *, data_folder: Path | None = None, cwd: P
     ``$CLUSTERBENCH_DATA`` and ``$HYDRA_FULL_ERROR``; what it writes to stdout and stderr (Python's
     streams and the file descriptors below them, which C code and child processes write to), its
     exit status as a process would give it, an uncaught error's traceback, warnings printed as a
-    fresh interpreter prints them and log records as Python's last-resort handler does, returned
-    as that process's CompletedProcess. A fresh process spends seconds importing scikit-learn,
-    pandas and Hydra; the tests of what a command says and writes need none. What a run sets
+    fresh interpreter prints them (``$PYTHONWARNINGS`` included) and log records as Python's
+    last-resort handler does, returned as that process's CompletedProcess. A fresh process spends
+    seconds importing scikit-learn, pandas and Hydra; the tests of what a command says and writes
+    need none (``tests/test_helpers.py`` holds it to a fresh ``python``). What a run sets
     process-wide is put back after it: Hydra's singletons (the sweeper's HydraConfig), the logging
     handlers Hydra installs, torch's thread count, the caches of the configs read once."""
     from hydra.core.singleton import Singleton
@@ -170,6 +171,9 @@ def in_process(call, argv: list[str], *, data_folder: Path | None = None, cwd: P
                     ResourceWarning,
                 ):
                     warnings.simplefilter("ignore", category, append=True)
+                # $PYTHONWARNINGS goes in front of them, the last option first, as the interpreter
+                # puts it (wcstok: empty items skipped; a malformed one ignored with a message)
+                warnings._processoptions([o for o in os.environ.get("PYTHONWARNINGS", "").split(",") if o])
                 warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: (
                     sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
                 )
