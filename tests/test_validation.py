@@ -313,10 +313,13 @@ def test_a_torch_fit_flushes_denormals_and_leaves_the_setting_as_it_found_it(est
     monkeypatch.setattr(torch.Tensor, "backward", recorded_backward)
     X = np.random.default_rng(0).normal(size=(60, 4))
     y = np.repeat([0, 1, 2], 20)
-    for before in (False, True):
-        torch.set_flush_denormal(before)
-        seen.clear()
-        clone(estimator).fit(X, y)
-        assert seen and all(seen)
-        assert denormals_flushed() == before
-    torch.set_flush_denormal(False)
+    initial = denormals_flushed()
+    try:
+        for before in (False, True):
+            torch.set_flush_denormal(before)
+            seen.clear()
+            clone(estimator).fit(X, y)
+            assert seen and all(seen)
+            assert denormals_flushed() == before
+    finally:  # the process's setting back, also when an assertion fails
+        torch.set_flush_denormal(initial)
