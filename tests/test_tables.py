@@ -20,6 +20,7 @@ from clusterbench.runs import wide_runs
 from clusterbench.tables import (
     FEWER_MARK,
     PARTIAL_MARK,
+    SEEDS_MARK,
     best_of_weights,
     build_table,
     compute_cells,
@@ -640,6 +641,29 @@ def test_a_cell_chosen_without_some_of_its_runs_is_marked_and_counted(tmp_path):
         "$^\\dagger$" in latex and "\\caption{Toy. $^\\dagger$: chosen from the runs that finished" in latex
     )
     assert "n\\_ok of n\\_runs" in latex  # escaped for LaTeX
+
+
+def test_a_cell_from_fewer_of_the_tables_seeds_is_marked_and_counted(tmp_path):
+    """A table of seeds 0 and 1 where one column ran seed 0 only: its cell is one run's value, not
+    a mean over the two, and says so; a failed seed counts as missing (and is † too)."""
+    records = frame(
+        run("zoo", "kmeans", 0, {}, {"sc": 0.30}),
+        run("zoo", "kmeans", 1, {}, {"sc": 0.40}),
+        run("zoo", "kmeans", 2, {}, {"sc": 0.90}),  # not one of the table's seeds
+        run("zoo", "clam", 0, {}, {"sc": 0.41}),
+        run("zoo", "clam", 1, {}, {}, status="failed"),
+    )
+    outputs = write_table(spec(protocol={"kind": "mean_std"}, seeds=[0, 1]), records, tmp_path, "smoke")
+    cells = outputs.cells.set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "kmeans"), "n_seeds"] == 2 and cells.loc[("zoo", "clam"), "n_seeds"] == 1
+    zoo = next(line for line in outputs.markdown.splitlines() if line.startswith("| Zoo")).split("|")[2:-1]
+    assert [cell.strip() for cell in zoo][::2] == ["0.350 ± 0.050 ▲17%", "**0.410**†§"]
+    assert f"{SEEDS_MARK}: from fewer of the table's seeds than it names" in outputs.markdown
+    latex = (tmp_path / "toy.tex").read_text()
+    assert "$^\\S$" in latex and "n\\_seeds" in latex
+    # the same runs in a table that names no seeds, or only seed 0: no mark
+    for table in (spec(protocol={"kind": "mean_std"}), spec(protocol={"kind": "mean_std"}, seeds=[0])):
+        assert SEEDS_MARK not in write_table(table, records, tmp_path, "x").markdown
 
 
 def test_a_cell_whose_selected_labeling_found_fewer_clusters_is_marked_and_counted(tmp_path):

@@ -9,7 +9,7 @@ from clusterbench.report.gathering import gather
 from clusterbench.report.judging import EMPTY_KINDS, TOLERANCE, Tally
 from clusterbench.report.papers import OTHER, Paper, status_share
 from clusterbench.report.sections import DOCS, Page, esc, paper_section
-from clusterbench.tables import FEWER_MARK, FEWER_NOTE, PARTIAL_MARK, PARTIAL_NOTE
+from clusterbench.tables import FEWER_MARK, FEWER_NOTE, PARTIAL_MARK, PARTIAL_NOTE, SEEDS_MARK, SEEDS_NOTE
 
 
 def report_html(results_dir: Path, profile: str, out: Path) -> str:
@@ -90,7 +90,8 @@ only), <span class="ours not-run">{EMPTY_KINDS["not-run"][0]}</span> (no records
 its runs <span class="ours stopped">stopped</span> with (skipped, failed, timeout, no value).
 <span class="paper none">—</span> in the paper's column: it gives no value. Bold: the best of a
 row; ▲/▼: a relative gain as the paper prints it; {PARTIAL_MARK}: {esc(PARTIAL_NOTE)}
-{FEWER_MARK}: {esc(FEWER_NOTE)}</p>
+{FEWER_MARK}: {esc(FEWER_NOTE)}
+{SEEDS_MARK}: {esc(SEEDS_NOTE)}</p>
 </div>
 """
 

@@ -36,7 +36,9 @@ Every protocol chooses among the runs that finished (status ok); a cell whose va
 without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV
 (``n_ok`` of ``n_runs``), so a partial grid or seed set never passes for a full one. A ``best``
 cell whose selected run found fewer clusters than it asked for is marked ‡ (``n_found`` of
-``n_clusters`` in the CSV), so a near-degenerate labeling never passes for a k-cluster one.
+``n_clusters`` in the CSV), so a near-degenerate labeling never passes for a k-cluster one. In
+a table that names its ``seeds``, a cell whose finished runs hold fewer of them is marked §
+(``n_seeds`` in the CSV), so a one-seed value never passes for a mean over the table's seeds.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ from clusterbench.tables.render import (
     PARTIAL_MARK,
     PARTIAL_NOTE,
     PARTIAL_NOTE_LATEX,
+    SEEDS_MARK,
+    SEEDS_NOTE,
+    SEEDS_NOTE_LATEX,
+    fewer_seeds,
     found_fewer,
     is_partial,
     relative_gain,
@@ -73,6 +79,8 @@ __all__ = [
     "FEWER_NOTE",
     "PARTIAL_MARK",
     "PARTIAL_NOTE",
+    "SEEDS_MARK",
+    "SEEDS_NOTE",
     "TableOutputs",
     "agreement_cell",
     "best_of_weights",
@@ -136,15 +144,25 @@ def write_table(
     sources = ", ".join(spec.experiments)
     title = spec.get("title", spec.name)
     header = f"### {title}\n\nProfile `{profile}`; records of {sources}. {spec.get('note', '')}"
-    partial = cells.apply(is_partial, axis=1).any()
-    fewer = cells.apply(found_fewer, axis=1).any()
-    caption = title
-    if partial:
-        header += f" {PARTIAL_MARK}: {PARTIAL_NOTE}"
-        caption += f". $^\\dagger$: {PARTIAL_NOTE_LATEX}"
-    if fewer:
-        header += f" {FEWER_MARK}: {FEWER_NOTE}"
-        caption += f"{'' if partial else '.'} $^\\ddagger$: {FEWER_NOTE_LATEX}"
+    marks = [
+        (mark, note, latex_mark, latex_note)
+        for present, mark, note, latex_mark, latex_note in (
+            (cells.apply(is_partial, axis=1).any(), PARTIAL_MARK, PARTIAL_NOTE, "dagger", PARTIAL_NOTE_LATEX),
+            (cells.apply(found_fewer, axis=1).any(), FEWER_MARK, FEWER_NOTE, "ddagger", FEWER_NOTE_LATEX),
+            (
+                cells.apply(lambda c: fewer_seeds(spec, c), axis=1).any(),
+                SEEDS_MARK,
+                SEEDS_NOTE,
+                "S",
+                SEEDS_NOTE_LATEX,
+            ),
+        )
+        if present
+    ]
+    caption = title + ("." if marks else "")
+    for mark, note, latex_mark, latex_note in marks:
+        header += f" {mark}: {note}"
+        caption += f" $^\\{latex_mark}$: {latex_note}"
     header += "\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
     latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=caption)

@@ -76,6 +76,7 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                         "status": chosen.get("status", "ok") if chosen else _why_empty(cell_runs),
                         "n_runs": len(cell_runs),
                         "n_ok": int((cell_runs["status"] == "ok").sum()),
+                        "n_seeds": int(cell_runs.loc[cell_runs["status"] == "ok", "seed"].nunique()),
                         "selected_params": chosen.get("selected", ""),
                         "n_found": chosen.get("n_found", math.nan),
                         "n_clusters": chosen.get("n_clusters", math.nan),

@@ -1,7 +1,8 @@
 """A table's cells as text: Markdown and LaTeX display frames, ours beside the paper's.
 
 Here are the ▲/▼ relative gains, the W/L rows, the bold of a row's best value and the marks of
-a partial cell (†) and of one whose run found fewer clusters than it asked for (‡).
+a partial cell (†), of one whose run found fewer clusters than it asked for (‡) and of one
+that holds fewer of the table's seeds than it names (§).
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ PARTIAL_NOTE_LATEX = PARTIAL_NOTE.replace("_", r"\_")
 FEWER_MARK = "‡"
 FEWER_NOTE = "the selected run's labeling has fewer clusters than asked (n_found of n_clusters in the .csv)."
 FEWER_NOTE_LATEX = FEWER_NOTE.replace("_", r"\_")
+# Marks a cell whose finished runs hold fewer of the spec's ``seeds`` than it names.
+SEEDS_MARK = "§"
+SEEDS_NOTE = "from fewer of the table's seeds than it names (n_seeds in the .csv); the note says which."
+SEEDS_NOTE_LATEX = SEEDS_NOTE.replace("_", r"\_")
 
 
 def relative_gain(a: float, b: float) -> float:
@@ -86,6 +91,7 @@ def _format(
     best: float = math.nan,
     partial: bool = False,
     fewer: bool = False,
+    short: bool = False,
 ) -> str:
     if math.isnan(value):
         return ""
@@ -100,6 +106,8 @@ def _format(
         text += "$^\\dagger$" if latex else PARTIAL_MARK
     if fewer:
         text += "$^\\ddagger$" if latex else FEWER_MARK
+    if short:
+        text += "$^\\S$" if latex else SEEDS_MARK
     if not math.isnan(gain):
         arrows = ("$\\blacktriangle$", "$\\blacktriangledown$", "\\%") if latex else ("▲", "▼", "%")
         text += f" {arrows[0] if gain >= 0 else arrows[1]}{abs(gain):.0f}{arrows[2]}"
@@ -137,6 +145,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
                     cell.loc[column, f"{side}_best"],
                     side == "ours" and is_partial(cell.loc[column]),
                     side == "ours" and found_fewer(cell.loc[column]),
+                    side == "ours" and fewer_seeds(spec, cell.loc[column]),
                 )
                 reach = cell.loc[column, "reach"] if side == "ours" and "reach" in cell else math.nan
                 if text and not math.isnan(reach):
@@ -175,6 +184,15 @@ def is_partial(cell: pd.Series) -> bool:
 def found_fewer(cell: pd.Series) -> bool:
     """Whether a cell's selected run found fewer clusters than it asked for."""
     return bool(cell.get("n_found", math.nan) < cell.get("n_clusters", math.nan))
+
+
+def fewer_seeds(spec, cell: pd.Series) -> bool:
+    """Whether a cell with a value was computed from fewer of the table's ``seeds`` than the spec
+    names (a mean over one seed in a table of two): its ± is not the others'."""
+    seeds = spec.get("seeds")
+    if seeds is None or cell["status"] != "ok" or math.isnan(cell["ours"]):
+        return False
+    return bool(cell.get("n_seeds", math.nan) < len(set(seeds)))
 
 
 def as_printed(values, digits: int):
