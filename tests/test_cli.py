@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import time
+from datetime import datetime
 
 import numpy as np
 import pytest
@@ -76,6 +77,17 @@ def test_a_swept_hyperparameter_is_named_on_each_jobs_line(tmp_path):
     assert [line.split(" | ")[0] for line in lines] == [
         f"iris  kmeans  seed=0  n_init={n} init=random" for n in (1, 3)
     ]
+
+
+def test_runs_started_in_the_same_second_keep_their_logs_apart():
+    """Hydra names a run's log folder by ``${now:...}``: two sweeps started side by side in one
+    second shared one at second resolution, the later's overrides.yaml and cli.log over the
+    earlier's."""
+    hydra = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["hydra"]
+    first, second = datetime(2026, 11, 28, 8, 40, 10, 1), datetime(2026, 11, 28, 8, 40, 10, 2)
+    for mode in ("run", "sweep"):
+        pattern = re.search(r"\$\{now:([^}]*)\}", hydra[mode]["dir"])[1]
+        assert first.strftime(pattern) != second.strftime(pattern), mode
 
 
 @pytest.mark.parametrize(
