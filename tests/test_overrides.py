@@ -112,7 +112,14 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
         (["+beta=3"], ["'beta' is not a setting", "method.beta=3", "seed"]),
         (["++beta=3"], ["'beta' is not a setting", "method.beta=3"]),
         (["nope=3"], ["'nope' is not a setting", "method.nope=3"]),
-        (["+dataset.beta=3"], ["no dataset config has a key 'beta'", "n_clusters", "dataset.source.beta"]),
+        (
+            ["+dataset.beta=3"],
+            [
+                "no dataset config has a key 'beta'",
+                "n_clusters",
+                "(a source's argument: +dataset.source.beta=3)",
+            ],
+        ),
         (["+profile.epoch=3"], ["no profile has a key 'epoch'", "epochs"]),
         (["method.bta=3"], ["method 'clam' has no hyperparameter 'bta'", "beta"]),
         (
