@@ -710,6 +710,24 @@ def test_committed_paper_records_reproduce_clam_table1_kmeans(dataset, tmp_path)
     assert abs(cells.loc[(dataset, "kmeans"), "delta"]) <= 0.01
 
 
+COMMITTED_TABLES = sorted(path.stem for path in (REPO / "results" / "tables" / "paper").glob("*.csv"))
+
+
+@pytest.mark.parametrize("name", COMMITTED_TABLES)
+def test_a_committed_paper_table_is_what_its_committed_records_build(name, tmp_path):
+    """results/tables/paper/<name>.{md,csv} are the table its spec builds from the committed
+    records today: a record, a spec note or the tables code changed without `clusterbench table`
+    leaves a stale table, which fails here."""
+    spec = table_spec(name)
+    records = load_records(REPO / "results", "paper", list(spec.experiments))
+    write_table(spec, records, tmp_path, "paper", REPO / "results")
+    for suffix in (".md", ".csv"):
+        committed = (REPO / "results" / "tables" / "paper" / name).with_suffix(suffix)
+        assert (tmp_path / committed.name).read_text() == committed.read_text(), (
+            f"{committed.name} is stale: clusterbench table {name}"
+        )
+
+
 def test_require_all_clusters_drops_labelings_that_merged_clusters():
     """Spectral on Ecoli: a 2-cluster labeling has the best SC (0.836) but CLAM reports 0.381."""
     records = frame(
