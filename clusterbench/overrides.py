@@ -142,7 +142,7 @@ def unread_key_hint(key: str, value: str, words: list[str]) -> str | None:
     if head == "dataset" and rest:
         return (
             f"no dataset config has a key '{rest}', so nothing would read it; a dataset's keys are: "
-            f"{', '.join(file_keys('dataset'))} (a source's argument: +dataset.source.{rest}={value})"
+            f"{', '.join(file_keys('dataset'))} (a source's argument: ++dataset.source.{rest}={value})"
         )
     if head == "profile" and rest:
         return f"no profile has a key '{rest}', so nothing would read it; a profile's keys are: " + ", ".join(

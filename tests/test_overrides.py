@@ -117,7 +117,7 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
             [
                 "no dataset config has a key 'beta'",
                 "n_clusters",
-                "(a source's argument: +dataset.source.beta=3)",
+                "(a source's argument: ++dataset.source.beta=3)",
             ],
         ),
         (["+profile.epoch=3"], ["no profile has a key 'epoch'", "epochs"]),
@@ -131,6 +131,9 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
             ["dataset 'wine': source clusterbench.data.sources.cached", "'loader'", "~dataset.source.loader"],
         ),
         (["+dataset.source.frobnicate=1"], ["unexpected keyword argument 'frobnicate'"]),
+        # the spelling the hint above gives, for an argument the source lacks and for one it has
+        (["++dataset.source.frobnicate=1"], ["unexpected keyword argument 'frobnicate'"]),
+        (["dataset=blobs", "++dataset.source.n_samples=0"], ["n_samples"]),
         # a dataset file without a name: it goes by the file's
         (["~dataset.name", "+dataset.source.frobnicate=1"], ["dataset 'iris': source"]),
         (["dataset.source.loader=load_irs"], ["no dataset loader 'load_irs'", "load_iris"]),

@@ -660,7 +660,14 @@ def test_a_cell_from_fewer_of_the_tables_seeds_is_marked_and_counted(tmp_path):
     assert [cell.strip() for cell in zoo][::2] == ["0.350 ± 0.050 ▲17%", "**0.410**†§"]
     assert f"{SEEDS_MARK}: from fewer of the table's seeds than it names" in outputs.markdown
     latex = (tmp_path / "toy.tex").read_text()
-    assert "$^\\S$" in latex and "n\\_seeds" in latex
+    assert "$^\\S$" in latex and "n\\_seeds of n\\_seeds\\_named" in latex
+    assert cells.loc[("zoo", "clam"), "n_seeds_named"] == 2
+    # a finished run without a value of the metric is no candidate: its seed is not in the mean
+    valueless = records[~((records["method"] == "clam") & (records["seed"] == 1))]
+    valueless = pd.concat([valueless, frame(run("zoo", "clam", 1, {}, {"n_found": 7}))])
+    again = write_table(spec(protocol={"kind": "mean_std"}, seeds=[0, 1]), valueless, tmp_path, "v")
+    assert again.cells.set_index(["dataset", "column"]).loc[("zoo", "clam"), "n_seeds"] == 1
+    assert "**0.410**§" in again.markdown
     # the same runs in a table that names no seeds, or only seed 0: no mark
     for table in (spec(protocol={"kind": "mean_std"}), spec(protocol={"kind": "mean_std"}, seeds=[0])):
         assert SEEDS_MARK not in write_table(table, records, tmp_path, "x").markdown
@@ -721,9 +728,10 @@ def test_a_committed_paper_table_is_what_its_committed_records_build(name, tmp_p
     spec = table_spec(name)
     records = load_records(REPO / "results", "paper", list(spec.experiments))
     write_table(spec, records, tmp_path, "paper", REPO / "results")
-    for suffix in (".md", ".csv"):
+    for suffix in (".md", ".tex", ".csv"):
         committed = (REPO / "results" / "tables" / "paper" / name).with_suffix(suffix)
-        assert (tmp_path / committed.name).read_text() == committed.read_text(), (
+        fresh = (tmp_path / committed.name).read_text(encoding="utf-8")
+        assert fresh == committed.read_text(encoding="utf-8"), (
             f"{committed.name} is stale: clusterbench table {name}"
         )
 
@@ -982,6 +990,9 @@ def write_toy_record(results_dir, dataset, method, scores, status="ok"):
             {"columns": {"clam": {"paper_column": "clamm"}}},
             "columns.clam.paper_column names 'clamm', which is no column",
         ),
+        ({"seeds": 0}, "seeds must be a list of integers (seeds: [0, 1]), got 0"),
+        ({"seeds": "0,1"}, "seeds must be a list of integers (seeds: [0, 1]), got '0,1'"),
+        ({"seeds": [0, "one"]}, "seeds must be a list of integers"),
     ],
 )
 def test_a_spec_naming_what_does_not_exist_is_a_user_error(monkeypatch, change, fragment):

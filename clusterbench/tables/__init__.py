@@ -144,25 +144,16 @@ def write_table(
     sources = ", ".join(spec.experiments)
     title = spec.get("title", spec.name)
     header = f"### {title}\n\nProfile `{profile}`; records of {sources}. {spec.get('note', '')}"
-    marks = [
-        (mark, note, latex_mark, latex_note)
-        for present, mark, note, latex_mark, latex_note in (
-            (cells.apply(is_partial, axis=1).any(), PARTIAL_MARK, PARTIAL_NOTE, "dagger", PARTIAL_NOTE_LATEX),
-            (cells.apply(found_fewer, axis=1).any(), FEWER_MARK, FEWER_NOTE, "ddagger", FEWER_NOTE_LATEX),
-            (
-                cells.apply(lambda c: fewer_seeds(spec, c), axis=1).any(),
-                SEEDS_MARK,
-                SEEDS_NOTE,
-                "S",
-                SEEDS_NOTE_LATEX,
-            ),
-        )
-        if present
-    ]
-    caption = title + ("." if marks else "")
-    for mark, note, latex_mark, latex_note in marks:
-        header += f" {mark}: {note}"
-        caption += f" $^\\{latex_mark}$: {latex_note}"
+    caption = title
+    marks = (  # which cells a mark flags, the mark, its note, its LaTeX symbol and note
+        (is_partial, PARTIAL_MARK, PARTIAL_NOTE, "dagger", PARTIAL_NOTE_LATEX),
+        (found_fewer, FEWER_MARK, FEWER_NOTE, "ddagger", FEWER_NOTE_LATEX),
+        (fewer_seeds, SEEDS_MARK, SEEDS_NOTE, "S", SEEDS_NOTE_LATEX),
+    )
+    for flags, mark, note, latex_mark, latex_note in marks:
+        if cells.apply(flags, axis=1).any():
+            header += f" {mark}: {note}"
+            caption += f"{'' if caption.endswith('.') else '.'} $^\\{latex_mark}$: {latex_note}"
     header += "\n\n"
     markdown = header + render(spec, cells, latex=False).to_markdown(index=False, disable_numparse=True)
     latex = render(spec, cells, latex=True).to_latex(index=False, escape=False, caption=caption)

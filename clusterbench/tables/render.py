@@ -27,7 +27,7 @@ FEWER_NOTE = "the selected run's labeling has fewer clusters than asked (n_found
 FEWER_NOTE_LATEX = FEWER_NOTE.replace("_", r"\_")
 # Marks a cell whose finished runs hold fewer of the spec's ``seeds`` than it names.
 SEEDS_MARK = "§"
-SEEDS_NOTE = "from fewer of the table's seeds than it names (n_seeds in the .csv); the note says which."
+SEEDS_NOTE = "from fewer of the table's seeds than it names (n_seeds of n_seeds_named in the .csv)."
 SEEDS_NOTE_LATEX = SEEDS_NOTE.replace("_", r"\_")
 
 
@@ -91,7 +91,7 @@ def _format(
     best: float = math.nan,
     partial: bool = False,
     fewer: bool = False,
-    short: bool = False,
+    seeds_short: bool = False,
 ) -> str:
     if math.isnan(value):
         return ""
@@ -106,7 +106,7 @@ def _format(
         text += "$^\\dagger$" if latex else PARTIAL_MARK
     if fewer:
         text += "$^\\ddagger$" if latex else FEWER_MARK
-    if short:
+    if seeds_short:
         text += "$^\\S$" if latex else SEEDS_MARK
     if not math.isnan(gain):
         arrows = ("$\\blacktriangle$", "$\\blacktriangledown$", "\\%") if latex else ("▲", "▼", "%")
@@ -145,7 +145,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
                     cell.loc[column, f"{side}_best"],
                     side == "ours" and is_partial(cell.loc[column]),
                     side == "ours" and found_fewer(cell.loc[column]),
-                    side == "ours" and fewer_seeds(spec, cell.loc[column]),
+                    side == "ours" and fewer_seeds(cell.loc[column]),
                 )
                 reach = cell.loc[column, "reach"] if side == "ours" and "reach" in cell else math.nan
                 if text and not math.isnan(reach):
@@ -186,13 +186,13 @@ def found_fewer(cell: pd.Series) -> bool:
     return bool(cell.get("n_found", math.nan) < cell.get("n_clusters", math.nan))
 
 
-def fewer_seeds(spec, cell: pd.Series) -> bool:
-    """Whether a cell with a value was computed from fewer of the table's ``seeds`` than the spec
-    names (a mean over one seed in a table of two): its ± is not the others'."""
-    seeds = spec.get("seeds")
-    if seeds is None or cell["status"] != "ok" or math.isnan(cell["ours"]):
+def fewer_seeds(cell: pd.Series) -> bool:
+    """Whether a cell with a value was computed from fewer of the table's ``seeds`` than its spec
+    names (a mean over one seed in a table of two): its ± is not the others'. A cell of a table
+    that names no seeds, or of a CSV older than the count, is never marked."""
+    if cell["status"] != "ok" or math.isnan(cell["ours"]):
         return False
-    return bool(cell.get("n_seeds", math.nan) < len(set(seeds)))
+    return bool(cell.get("n_seeds", math.nan) < cell.get("n_seeds_named", math.nan))
 
 
 def as_printed(values, digits: int):

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from clusterbench.catalog import load_option, method_names, options
 from clusterbench.errors import UserError
 from clusterbench.tables.protocols import ranking
+from clusterbench.validation import is_int
 
 
 def per_metric(spec, key: str, metric: str, default):
@@ -88,6 +89,13 @@ def check_spec(spec: DictConfig) -> None:
     }
     for entry, expected in levels.items():
         _check_levels(spec, entry, spec.get(entry), expected)
+    seeds = spec.get("seeds")
+    if seeds is not None and not (
+        isinstance(seeds, ListConfig) and seeds and all(is_int(seed) for seed in seeds)
+    ):
+        raise UserError(
+            f"table {spec.name}: seeds must be a list of integers (seeds: [0, 1]), got {seeds!r}; {fix}"
+        )
 
 
 def _listed(spec: DictConfig, key: str) -> list:
