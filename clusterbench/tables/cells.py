@@ -40,8 +40,10 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
         raise UserError(
             f"table {spec.name}: ratio_to cannot be combined with protocol best_of (reach is raw)"
         )
+    n_seeds_named = math.nan
     if spec.get("seeds") is not None:
         runs = runs[runs["seed"].astype(int).isin(list(spec.seeds))]
+        n_seeds_named = len(set(spec.seeds))
     rows = []
     for dataset in spec.rows:
         for metric in spec.metrics:
@@ -76,8 +78,8 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                         "status": chosen.get("status", "ok") if chosen else _why_empty(cell_runs),
                         "n_runs": len(cell_runs),
                         "n_ok": int((cell_runs["status"] == "ok").sum()),
-                        "n_seeds": _seeds_with_value(cell_runs, metric),
-                        "n_seeds_named": len(set(spec.seeds)) if spec.get("seeds") is not None else math.nan,
+                        "n_seeds": chosen.get("n_seeds", math.nan),
+                        "n_seeds_named": n_seeds_named,
                         "selected_params": chosen.get("selected", ""),
                         "n_found": chosen.get("n_found", math.nan),
                         "n_clusters": chosen.get("n_clusters", math.nan),
@@ -92,15 +94,6 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
             cells.loc[missing, "status"] = status
             cells.loc[missing, "selected_params"] = why
     return _as_ratios(cells, spec.get("ratio_to") or {})
-
-
-def _seeds_with_value(cell_runs: pd.DataFrame, metric: str) -> int:
-    """How many seeds the cell's finished runs with a value of ``metric`` hold (a run whose metric
-    is NaN is no candidate of any protocol, so its seed is not in the cell's mean)."""
-    finished = cell_runs[cell_runs["status"] == "ok"]
-    if metric in finished:
-        finished = finished[pd.to_numeric(finished[metric], errors="coerce").notna()]
-    return int(finished["seed"].nunique())
 
 
 def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:

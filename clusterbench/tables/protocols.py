@@ -139,7 +139,7 @@ PROTOCOLS: dict[str, Callable[[CellRuns], dict]] = {
 def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, better: str = "max") -> dict:
     """Apply ``protocol`` to one cell's successful runs; returns ours, ours_std, ours_best,
     selected (``best_of``: ours, ours_std and reach, the chance of reaching ``paper`` in the
-    ``better`` direction of ``metric``)."""
+    ``better`` direction of ``metric``) and, with a value, n_seeds: the seeds of the runs it chose among."""
     by, ascending = ranking(protocol, metric)
     kind = protocol.kind
     if kind not in PROTOCOLS:
@@ -151,7 +151,10 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
     valid = _candidates(runs, protocol, [*by, metric])
     if valid.empty:
         return {}
-    return PROTOCOLS[kind](CellRuns(valid, grid, protocol, metric, by, ascending, paper, better))
+    chosen = PROTOCOLS[kind](CellRuns(valid, grid, protocol, metric, by, ascending, paper, better))
+    if "ours" in chosen:  # the seeds its value was chosen among (a status names no value)
+        chosen["n_seeds"] = int(valid["seed"].nunique())
+    return chosen
 
 
 def ranking(protocol, metric: str) -> tuple[list[str], bool]:
