@@ -673,6 +673,29 @@ def test_a_cell_from_fewer_of_the_tables_seeds_is_marked_and_counted(tmp_path):
         assert SEEDS_MARK not in write_table(table, records, tmp_path, "x").markdown
 
 
+def test_a_column_that_names_its_own_seeds_reads_and_counts_those(tmp_path):
+    """A method that ignores the seed runs at one seed (``method_seeds``): its column names
+    ``seeds: [0]``, so in a table of seeds 0 and 1 its cell is that seed's run, unmarked; a run
+    at another seed is not read."""
+    records = frame(
+        run("zoo", "kmeans", 0, {}, {"sc": 0.30}),
+        run("zoo", "kmeans", 1, {}, {"sc": 0.40}),
+        run("zoo", "clam", 0, {}, {"sc": 0.41}),
+        run("zoo", "clam", 1, {}, {"sc": 0.90}),  # not the column's seed
+    )
+    table = spec(protocol={"kind": "mean_std"}, seeds=[0, 1])
+    table.columns.clam.seeds = [0]
+    outputs = write_table(table, records, tmp_path, "smoke")
+    cells = outputs.cells.set_index(["dataset", "column"])
+    assert cells.loc[("zoo", "clam"), ["ours", "n_seeds", "n_seeds_named"]].tolist() == [0.41, 1, 1]
+    assert cells.loc[("zoo", "kmeans"), ["n_seeds", "n_seeds_named"]].tolist() == [2, 2]
+    assert SEEDS_MARK not in outputs.markdown
+    table.columns.clam.seeds = [0, 2]  # a seed the column names and has no run of: marked
+    again = write_table(table, records, tmp_path, "again")
+    assert again.cells.set_index(["dataset", "column"]).loc[("zoo", "clam"), "n_seeds_named"] == 2
+    assert "**0.410**§" in again.markdown
+
+
 def test_a_cell_whose_selected_labeling_found_fewer_clusters_is_marked_and_counted(tmp_path):
     records = frame(
         run("zoo", "kmeans", 0, {"n_clusters": 7}, {"sc": 0.37, "n_found": 7}),
@@ -993,6 +1016,10 @@ def write_toy_record(results_dir, dataset, method, scores, status="ok"):
         ({"seeds": 0}, "seeds must be a list of integers (seeds: [0, 1]), got 0"),
         ({"seeds": "0,1"}, "seeds must be a list of integers (seeds: [0, 1]), got '0,1'"),
         ({"seeds": [0, "one"]}, "seeds must be a list of integers"),
+        (
+            {"columns": {"clam": {"seeds": 0}}},
+            "columns.clam.seeds must be a list of integers (seeds: [0, 1]), got 0",
+        ),
     ],
 )
 def test_a_spec_naming_what_does_not_exist_is_a_user_error(monkeypatch, change, fragment):

@@ -26,7 +26,8 @@ spec gives them (``paper_gain: {metric: {dataset: {column: percent}}}``, ``paper
 ``paper_from: <table>`` takes the paper's values from that table's spec, only those of this
 table's metrics, rows and columns (a table that re-reads some of another's cells under another
 protocol); ``paper`` entries of its own are merged over them.
-``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed).
+``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed); a
+column's own ``seeds`` replace the table's for it (a method that ignores the seed runs at one).
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
 ``not available`` (the reason goes to the CSV) instead of the row silently missing, until
 records of it exist (a user who holds the data ran it). ``not_run: {dataset: why}`` likewise marks

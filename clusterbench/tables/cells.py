@@ -40,20 +40,17 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
         raise UserError(
             f"table {spec.name}: ratio_to cannot be combined with protocol best_of (reach is raw)"
         )
-    n_seeds_named = math.nan
-    if spec.get("seeds") is not None:
-        runs = runs[runs["seed"].astype(int).isin(list(spec.seeds))]
-        n_seeds_named = len(set(spec.seeds))
     rows = []
     for dataset in spec.rows:
         for metric in spec.metrics:
             for column, col in spec.columns.items():
-                cell_runs = _column_runs(runs, dataset, col)
+                cell_runs, n_seeds_named = _column_runs(runs, dataset, col, spec.get("seeds"))
                 protocol = column_protocol(spec.protocol, col)
                 reported = OmegaConf.select(spec, f"paper.{metric}.{dataset}.{column}")
                 paper, paper_best = _paper_values(reported)
                 if kind == "agreement":
-                    reference_runs = _column_runs(runs, dataset, spec.protocol.reference)
+                    reference = spec.protocol.reference
+                    reference_runs, _ = _column_runs(runs, dataset, reference, spec.get("seeds"))
                     chosen = agreement_cell(cell_runs, reference_runs, protocol, metric, results_dir)
                 else:
                     better = per_metric(spec, "better", metric, "max")
@@ -96,18 +93,24 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
     return _as_ratios(cells, spec.get("ratio_to") or {})
 
 
-def _column_runs(runs: pd.DataFrame, dataset: str, column) -> pd.DataFrame:
-    """The runs of one table column on ``dataset``, whatever their status: its method and variant,
-    and, when the column gives ``params``, only runs with those hyperparameter values."""
+def _column_runs(runs: pd.DataFrame, dataset: str, column, table_seeds) -> tuple[pd.DataFrame, float]:
+    """The runs of one table column on ``dataset``, whatever their status, and how many seeds the
+    column names (NaN: every seed). The runs are of its method and variant, of the column's own
+    ``seeds`` or else the table's (a method that ignores the seed runs at one), and, when the
+    column gives ``params``, of those hyperparameter values."""
+    seeds = column.get("seeds", table_seeds)
+    n_seeds_named = math.nan if seeds is None else len(set(seeds))
     if column.get("method") is None:  # a column of the paper's only (a method not reimplemented)
-        return runs.iloc[:0]
+        return runs.iloc[:0], n_seeds_named
     mask = (runs["dataset"] == dataset) & (runs["method"] == column.method)
     mask &= runs["variant"] == column.get("variant", "default")
     wanted = column.get("params")
     if wanted:
         wanted = OmegaConf.to_container(wanted)
         mask &= runs["params"].map(lambda p: all(json.loads(p).get(k) == v for k, v in wanted.items()))
-    return runs[mask]
+    if seeds is not None:
+        mask &= runs["seed"].astype(int).isin(list(seeds))
+    return runs[mask], n_seeds_named
 
 
 def agreement_cell(

@@ -89,13 +89,15 @@ def check_spec(spec: DictConfig) -> None:
     }
     for entry, expected in levels.items():
         _check_levels(spec, entry, spec.get(entry), expected)
-    seeds = spec.get("seeds")
-    if seeds is not None and not (
-        isinstance(seeds, ListConfig) and seeds and all(is_int(seed) for seed in seeds)
-    ):
-        raise UserError(
-            f"table {spec.name}: seeds must be a list of integers (seeds: [0, 1]), got {seeds!r}; {fix}"
-        )
+    where_seeds = [("seeds", spec.get("seeds"))]
+    where_seeds += [(f"columns.{name}.seeds", column.get("seeds")) for name, column in spec.columns.items()]
+    for where, seeds in where_seeds:
+        if seeds is not None and not (
+            isinstance(seeds, ListConfig) and seeds and all(is_int(seed) for seed in seeds)
+        ):
+            raise UserError(
+                f"table {spec.name}: {where} must be a list of integers (seeds: [0, 1]), got {seeds!r}; {fix}"
+            )
 
 
 def _listed(spec: DictConfig, key: str) -> list:
