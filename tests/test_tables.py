@@ -31,6 +31,7 @@ from clusterbench.tables import (
     win_loss,
     write_table,
 )
+from clusterbench.tables.cells import _column_runs
 from clusterbench.tables.spec import check_spec
 from tests.helpers import spec_changed
 
@@ -658,7 +659,7 @@ def test_a_cell_from_fewer_of_the_tables_seeds_is_marked_and_counted(tmp_path):
     assert cells.loc[("zoo", "kmeans"), "n_seeds"] == 2 and cells.loc[("zoo", "clam"), "n_seeds"] == 1
     zoo = next(line for line in outputs.markdown.splitlines() if line.startswith("| Zoo")).split("|")[2:-1]
     assert [cell.strip() for cell in zoo][::2] == ["0.350 ± 0.050 ▲17%", "**0.410**†§"]
-    assert f"{SEEDS_MARK}: from fewer of the table's seeds than it names" in outputs.markdown
+    assert f"{SEEDS_MARK}: from fewer seeds than its table (or column) names" in outputs.markdown
     latex = (tmp_path / "toy.tex").read_text()
     assert "$^\\S$" in latex and "n\\_seeds of n\\_seeds\\_named" in latex
     assert cells.loc[("zoo", "clam"), "n_seeds_named"] == 2
@@ -680,6 +681,7 @@ def test_a_column_that_names_its_own_seeds_reads_and_counts_those(tmp_path):
     records = frame(
         run("zoo", "kmeans", 0, {}, {"sc": 0.30}),
         run("zoo", "kmeans", 1, {}, {"sc": 0.40}),
+        run("zoo", "kmeans", 2, {}, {"sc": 0.90}),  # not the table's seed: the other column still filters
         run("zoo", "clam", 0, {}, {"sc": 0.41}),
         run("zoo", "clam", 1, {}, {"sc": 0.90}),  # not the column's seed
     )
@@ -688,12 +690,19 @@ def test_a_column_that_names_its_own_seeds_reads_and_counts_those(tmp_path):
     outputs = write_table(table, records, tmp_path, "smoke")
     cells = outputs.cells.set_index(["dataset", "column"])
     assert cells.loc[("zoo", "clam"), ["ours", "n_seeds", "n_seeds_named"]].tolist() == [0.41, 1, 1]
-    assert cells.loc[("zoo", "kmeans"), ["n_seeds", "n_seeds_named"]].tolist() == [2, 2]
+    assert cells.loc[("zoo", "kmeans"), ["ours", "n_seeds", "n_seeds_named"]].tolist() == [0.35, 2, 2]
     assert SEEDS_MARK not in outputs.markdown
     table.columns.clam.seeds = [0, 2]  # a seed the column names and has no run of: marked
     again = write_table(table, records, tmp_path, "again")
     assert again.cells.set_index(["dataset", "column"]).loc[("zoo", "clam"), "n_seeds_named"] == 2
     assert "**0.410**§" in again.markdown
+    table.columns.clam.seeds = None  # null keeps the table's seeds (an extending table drops its base's)
+    inherited = write_table(table, records, tmp_path, "null").cells.set_index(["dataset", "column"])
+    assert inherited.loc[("zoo", "clam"), ["ours", "n_seeds_named"]].tolist() == [pytest.approx(0.655), 2]
+    # the agreement protocol's reference column is read through the same function, its own seeds first
+    reference = OmegaConf.create({"method": "kmeans", "seeds": [2]})
+    runs, named = _column_runs(wide_runs(records), "zoo", reference, [0, 1])
+    assert runs["seed"].astype(int).tolist() == [2] and named == 1
 
 
 def test_a_cell_whose_selected_labeling_found_fewer_clusters_is_marked_and_counted(tmp_path):
@@ -1019,6 +1028,10 @@ def write_toy_record(results_dir, dataset, method, scores, status="ok"):
         (
             {"columns": {"clam": {"seeds": 0}}},
             "columns.clam.seeds must be a list of integers (seeds: [0, 1]), got 0",
+        ),
+        (
+            {"protocol": {"reference": {"method": "kmeans", "seeds": "0,1"}}},
+            "protocol.reference.seeds must be a list of integers (seeds: [0, 1]), got '0,1'",
         ),
     ],
 )

@@ -27,7 +27,8 @@ spec gives them (``paper_gain: {metric: {dataset: {column: percent}}}``, ``paper
 table's metrics, rows and columns (a table that re-reads some of another's cells under another
 protocol); ``paper`` entries of its own are merged over them.
 ``seeds: [...]`` reads only the runs of those seeds (e.g. the seed a paper's script fixed); a
-column's own ``seeds`` replace the table's for it (a method that ignores the seed runs at one).
+column's own ``seeds`` replace the table's for it (a method that ignores the seed runs at one),
+and so do the agreement protocol's ``reference``'s; ``seeds: null`` in a column keeps the table's.
 ``unavailable: {dataset: why}`` marks a row whose data we do not hold: its cells say
 ``not available`` (the reason goes to the CSV) instead of the row silently missing, until
 records of it exist (a user who holds the data ran it). ``not_run: {dataset: why}`` likewise marks
@@ -37,9 +38,9 @@ Every protocol chooses among the runs that finished (status ok); a cell whose va
 without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV
 (``n_ok`` of ``n_runs``), so a partial grid or seed set never passes for a full one. A ``best``
 cell whose selected run found fewer clusters than it asked for is marked ‡ (``n_found`` of
-``n_clusters`` in the CSV), so a near-degenerate labeling never passes for a k-cluster one. In
-a table that names its ``seeds``, a cell whose finished runs hold fewer of them is marked §
-(``n_seeds`` in the CSV), so a one-seed value never passes for a mean over the table's seeds.
+``n_clusters`` in the CSV), so a near-degenerate labeling never passes for a k-cluster one. A
+cell whose finished runs hold fewer of the ``seeds`` its table or column names is marked §
+(``n_seeds`` in the CSV), so a one-seed value never passes for a mean over those seeds.
 """
 
 from __future__ import annotations

@@ -98,7 +98,9 @@ def _column_runs(runs: pd.DataFrame, dataset: str, column, table_seeds) -> tuple
     column names (NaN: every seed). The runs are of its method and variant, of the column's own
     ``seeds`` or else the table's (a method that ignores the seed runs at one), and, when the
     column gives ``params``, of those hyperparameter values."""
-    seeds = column.get("seeds", table_seeds)
+    seeds = column.get("seeds")
+    if seeds is None:  # none of its own, or null (an extending table's way to drop its base's)
+        seeds = table_seeds
     n_seeds_named = math.nan if seeds is None else len(set(seeds))
     if column.get("method") is None:  # a column of the paper's only (a method not reimplemented)
         return runs.iloc[:0], n_seeds_named

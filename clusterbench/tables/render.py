@@ -2,7 +2,7 @@
 
 Here are the ▲/▼ relative gains, the W/L rows, the bold of a row's best value and the marks of
 a partial cell (†), of one whose run found fewer clusters than it asked for (‡) and of one
-that holds fewer of the table's seeds than it names (§).
+that holds fewer seeds than its table (or column) names (§).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ FEWER_NOTE = "the selected run's labeling has fewer clusters than asked (n_found
 FEWER_NOTE_LATEX = FEWER_NOTE.replace("_", r"\_")
 # Marks a cell whose finished runs hold fewer of the spec's ``seeds`` than it names.
 SEEDS_MARK = "§"
-SEEDS_NOTE = "from fewer of the table's seeds than it names (n_seeds of n_seeds_named in the .csv)."
+SEEDS_NOTE = "from fewer seeds than its table (or column) names (n_seeds of n_seeds_named in the .csv)."
 SEEDS_NOTE_LATEX = SEEDS_NOTE.replace("_", r"\_")
 
 

@@ -91,6 +91,7 @@ def check_spec(spec: DictConfig) -> None:
         _check_levels(spec, entry, spec.get(entry), expected)
     where_seeds = [("seeds", spec.get("seeds"))]
     where_seeds += [(f"columns.{name}.seeds", column.get("seeds")) for name, column in spec.columns.items()]
+    where_seeds.append(("protocol.reference.seeds", OmegaConf.select(spec, "protocol.reference.seeds")))
     for where, seeds in where_seeds:
         if seeds is not None and not (
             isinstance(seeds, ListConfig) and seeds and all(is_int(seed) for seed in seeds)
