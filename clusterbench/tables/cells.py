@@ -41,16 +41,21 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
             f"table {spec.name}: ratio_to cannot be combined with protocol best_of (reach is raw)"
         )
     rows = []
+    table_seeds = spec.get("seeds")
     for dataset in spec.rows:
+        # Each column's runs on the dataset, read once for all the metrics.
+        column_runs = {
+            column: _column_runs(runs, dataset, col, table_seeds) for column, col in spec.columns.items()
+        }
+        if kind == "agreement":
+            reference_runs, _ = _column_runs(runs, dataset, spec.protocol.reference, table_seeds)
         for metric in spec.metrics:
             for column, col in spec.columns.items():
-                cell_runs, n_seeds_named = _column_runs(runs, dataset, col, spec.get("seeds"))
+                cell_runs, n_seeds_named = column_runs[column]
                 protocol = column_protocol(spec.protocol, col)
                 reported = OmegaConf.select(spec, f"paper.{metric}.{dataset}.{column}")
                 paper, paper_best = _paper_values(reported)
                 if kind == "agreement":
-                    reference = spec.protocol.reference
-                    reference_runs, _ = _column_runs(runs, dataset, reference, spec.get("seeds"))
                     chosen = agreement_cell(cell_runs, reference_runs, protocol, metric, results_dir)
                 else:
                     better = per_metric(spec, "better", metric, "max")

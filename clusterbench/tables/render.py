@@ -187,9 +187,9 @@ def found_fewer(cell: pd.Series) -> bool:
 
 
 def fewer_seeds(cell: pd.Series) -> bool:
-    """Whether a cell with a value was computed from fewer of the table's ``seeds`` than its spec
-    names (a mean over one seed in a table of two): its ± is not the others'. A cell of a table
-    that names no seeds, or of a CSV older than the count, is never marked."""
+    """Whether a cell with a value was computed from fewer of the ``seeds`` its table or column
+    names (a mean over one seed in a table of two): its ± is not the others'. A cell where none
+    are named, or of a CSV older than the count, is never marked."""
     if cell["status"] != "ok" or math.isnan(cell["ours"]):
         return False
     return bool(cell.get("n_seeds", math.nan) < cell.get("n_seeds_named", math.nan))
