@@ -7,6 +7,8 @@ duplicates them.
 
 from __future__ import annotations
 
+import difflib
+import re
 from functools import cache
 from pathlib import Path
 
@@ -18,6 +20,70 @@ from clusterbench.errors import UserError, first_line
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 GROUPS = ("dataset", "method", "metrics", "profile", "experiment", "table")
 
+# The keys a dataset or method file may hold: those the runner reads (and a dataset's description
+# and n_classes, which `clusterbench list` and `data verify` read), Hydra's defaults list, and a
+# key the file's own values interpolate (``path`` in ``source: {path: ${..path}}``). Any other is
+# a typo that would be ignored without a word (``preproces: standardize``), so it is refused.
+FILE_KEYS = {
+    "dataset": (
+        "name",
+        "description",
+        "n_clusters",
+        "n_classes",
+        "shape",
+        "source",
+        "split",
+        "subsample",
+        "subsample_seed",
+        "impute",
+        "preprocess",
+        "column_major_images",
+        "defaults",
+    ),
+    "method": ("name", "variant", "max_samples", "estimator", "trace", "defaults"),
+}
+# A reference's first name, not a resolver's (``${seeds:3}``): followed by ".", "}" or "[".
+_ROOT_REFERENCE = re.compile(r"\$\{(\w+)(?=[.}\[])")
+
+
+def referenced_roots(node: DictConfig) -> set[str]:
+    """The top-level keys that values of ``node`` interpolate by an absolute reference (``${base}``,
+    ``${profile.epochs}``): a variable of the user's own (``+base=…``) is read, though by no code."""
+    return set(_ROOT_REFERENCE.findall(OmegaConf.to_yaml(node, resolve=False)))
+
+
+@cache
+def settings() -> tuple[str, ...]:
+    """The top-level settings of ``conf/config.yaml`` (seed, device, …) and the config groups."""
+    config = OmegaConf.load(CONF_DIR / "config.yaml")
+    return tuple(sorted({str(key) for key in config} - {"defaults", "hydra"} | set(GROUPS) - {"table"}))
+
+
+def interpolated_keys(group: str, node: DictConfig) -> set[str]:
+    """The top-level keys of a ``group`` config that its own values interpolate (``${..path}``
+    from ``source.path``, or ``${dataset.path}``): read, though by no code."""
+    text = OmegaConf.to_yaml(node, resolve=False)
+    found = re.findall(rf"\$\{{(?:\.+|{group}\.)(\w+)", text)
+    return {key for key in found if key in node}
+
+
+def check_file_keys(group: str, node: DictConfig, where: str) -> None:
+    """Refuse, in one line naming ``where`` the key sits and its likely spelling, a key of a
+    dataset or method config (raw or composed) that nothing reads: see :data:`FILE_KEYS`."""
+    known = set(FILE_KEYS[group]) | interpolated_keys(group, node)
+    unread = sorted(str(key) for key in node if str(key) not in known)
+    if not unread:
+        return
+    key = unread[0]
+    close = difflib.get_close_matches(key, FILE_KEYS[group], n=1, cutoff=0.6)
+    if close:
+        fix = f"did you mean '{close[0]}'?"
+    elif group == "method":
+        fix = f"a hyperparameter goes under estimator: (method.{key}=V on the command line)"
+    else:
+        fix = f"a {group}'s keys are: {', '.join(FILE_KEYS[group])}"
+    raise UserError(f"{where}: '{key}' is not a {group} key, so nothing would read it; {fix}")
+
 
 def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
@@ -27,7 +93,9 @@ def check_option(group: str, name: str) -> None:
     """Raise a one-line error listing the known names when ``name`` is not an option of ``group``."""
     known = options(group)
     if name not in known:
-        raise UserError(f"unknown {group} '{name}'; known {group} options: {', '.join(known)}")
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        guess = f"did you mean '{close[0]}'? " if close else ""
+        raise UserError(f"unknown {group} '{name}'; {guess}known {group} options: {', '.join(known)}")
 
 
 def load_option(group: str, name: str) -> DictConfig:

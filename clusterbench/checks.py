@@ -13,7 +13,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from sklearn.base import BaseEstimator
 
-from clusterbench.catalog import dataset_names, locate, method_names
+from clusterbench.catalog import (
+    FILE_KEYS,
+    check_file_keys,
+    dataset_names,
+    locate,
+    method_names,
+)
 from clusterbench.data import Dataset
 from clusterbench.errors import HyperparameterError, UserError, first_line, is_invalid_parameter
 from clusterbench.metrics import POINTWISE, call_metric
@@ -32,6 +38,17 @@ NULLABLE_KEYS = {("dataset", "n_clusters")}
 _ABSENT = object()
 
 
+def check_config_keys(cfg: DictConfig) -> None:
+    """The job's dataset and method configs hold only keys something reads (a file's typo, or one
+    an experiment merged in), and give those they must. (The top level's keys are checked before
+    Hydra starts: the command line's by :func:`clusterbench.overrides.unread_key_hint`, an
+    experiment file's by :func:`clusterbench.overrides.check_experiment_keys`.)"""
+    for group in REQUIRED_KEYS:
+        where = f"{group} '{cfg[group].get('name')}' (conf/{group}/ or an override)"
+        check_file_keys(group, cfg[group], where)
+    check_required_keys(cfg)
+
+
 def check_required_keys(cfg: DictConfig) -> None:
     for group, keys in REQUIRED_KEYS.items():
         for key in keys:
@@ -46,18 +63,37 @@ def check_required_keys(cfg: DictConfig) -> None:
 def check_point(estimator, method_name: str, data: Dataset) -> None:
     """Check one grid point's hyperparameter values without fitting it: its number of clusters
     on this dataset, and the values the estimator's ``_validate_params`` accepts (scikit-learn's
-    hook, which checks them against ``_parameter_constraints``; our estimators implement it)."""
+    hook, which checks them against ``_parameter_constraints``; our estimators implement it), and
+    what the dataset's size bounds besides the clusters (a kNN graph's ``n_neighbors``), by the
+    estimator's ``_check_n_points(n)`` where it has one."""
     check_n_clusters(estimator, data)
+    if not _values_valid(estimator, method_name):
+        return  # a check that needs fit failed: fit will tell
+    sized = getattr(estimator, "_check_n_points", None)
+    if sized is not None:
+        try:
+            sized(len(data.y))
+        except HyperparameterError as exc:
+            raise HyperparameterError(
+                f"method '{method_name}' on dataset '{data.name}': {first_line(exc)}"
+            ) from None
+
+
+def _values_valid(estimator, method_name: str) -> bool:
+    """Raise for a value ``_validate_params`` refuses; False where it fails otherwise (a bug, a
+    check that needs fit), True where it passes or the estimator has nothing to check it by."""
     validate = getattr(type(estimator), "_validate_params", None)
     if validate is None or (
         validate is BaseEstimator._validate_params and not hasattr(estimator, "_parameter_constraints")
     ):
-        return  # nothing to check it by: fit will tell
+        return True
     try:
         estimator._validate_params()
-    except Exception as exc:  # anything but an invalid value (a bug, a check that needs fit): fit will tell
+    except Exception as exc:  # anything but an invalid value: fit will tell
         if is_invalid_parameter(exc):
             raise HyperparameterError(f"method '{method_name}': {first_line(exc)}") from None
+        return False
+    return True
 
 
 def check_n_clusters(estimator, data: Dataset) -> None:
@@ -70,7 +106,8 @@ def check_n_clusters(estimator, data: Dataset) -> None:
     if k is not None and not (is_int(k) and 2 <= k <= n_points):
         raise HyperparameterError(
             f"n_clusters must be an integer between 2 and the number of points ({n_points}) for "
-            f"dataset '{data.name}', got {k!r}"
+            f"dataset '{data.name}', got {k!r}; give one in that range (dataset.n_clusters=K, or "
+            "method.n_clusters=K where the method or its grid sets its own)"
         )
     asked = getattr(estimator, "_clusters_asked", None)
     counted = asked() if asked else None
@@ -174,11 +211,12 @@ def check_keyed_maps(cfg: DictConfig) -> None:
         raise UserError(
             f"dataset_overrides.{cfg.dataset.name} must be a map {{dataset key: value}}, got {merged!r}"
         )
-    unknown = sorted(set(merged or {}) - set(cfg.dataset))
+    keys = sorted(set(cfg.dataset) | set(FILE_KEYS["dataset"]) - {"defaults"})
+    unknown = sorted(set(merged or {}) - set(keys))
     if unknown:
         raise UserError(
             f"dataset_overrides.{cfg.dataset.name}.{unknown[0]}: dataset '{cfg.dataset.name}' has no key "
-            f"'{unknown[0]}'; its keys are: {', '.join(cfg.dataset)}"
+            f"'{unknown[0]}'; its keys are: {', '.join(keys)}"
         )
     method_seeds(cfg)
     cap = cfg.method.get("max_samples")

@@ -82,7 +82,8 @@ def check_n_neighbors(n_neighbors, n_points: int, who: str = "the kNN graph") ->
         raise HyperparameterError(f"{who} n_neighbors must be an integer ≥ 1, got {n_neighbors!r}")
     if n_neighbors >= n_points:
         raise HyperparameterError(
-            f"{who} n_neighbors must be below the number of points ({n_points}), got {n_neighbors}"
+            f"{who} n_neighbors must be below the number of points ({n_points}), got {n_neighbors}: "
+            "lower n_neighbors"
         )
 
 

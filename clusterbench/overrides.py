@@ -8,27 +8,30 @@ accepted and ignored.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from functools import cache
 from pathlib import Path
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from clusterbench.catalog import (
     CONF_DIR,
+    FILE_KEYS,
     GROUPS,
+    check_file_keys,
     check_in_cache,
     check_option,
     check_source,
+    interpolated_keys,
     load_option,
     options,
+    referenced_roots,
+    settings,
 )
 from clusterbench.errors import UserError, first_line
 
-# The keys of a method file that the runner reads itself; any other ``method.K`` names a
-# hyperparameter of its estimator.
-METHOD_FILE_KEYS = ("name", "variant", "max_samples", "estimator", "defaults", "trace")
 # Where an override may add a key the config lacks, because what reads it checks the key itself:
 # grids, per-method maps and metric options name methods and options the runner checks, an
 # estimator's hyperparameters and a source's arguments are checked against their signatures,
@@ -84,7 +87,7 @@ def rewrite_overrides(words: list[str]) -> list[str]:
             rewritten.append(f"++dataset.{dataset['key']}{dataset['rest']}")
             continue
         match = _METHOD_KEY.match(word)
-        if match is None or match["key"] in METHOD_FILE_KEYS:
+        if match is None or match["key"] in FILE_KEYS["method"]:
             rewritten.append(word)
             continue
         op = "~" if match["op"] == "~" else "++"
@@ -116,15 +119,15 @@ def _swept_keys(words: list[str]) -> set[str]:
 
 @cache
 def file_keys(group: str) -> tuple[str, ...]:
-    """The top-level keys any file of config group ``group`` holds (e.g. a dataset's ``impute``)."""
+    """The top-level keys a file of config group ``group`` may hold: a dataset's or method's
+    (:data:`~clusterbench.catalog.FILE_KEYS`, and those some dataset file interpolates, as
+    ``path``), or those any file of the group holds (a profile's ``epochs``)."""
+    if group in FILE_KEYS:  # the job's own check then refuses a key its dataset does not interpolate
+        interpolated = {
+            key for name in options(group) for key in interpolated_keys(group, load_option(group, name))
+        }
+        return tuple(sorted(set(FILE_KEYS[group]) - {"defaults"} | interpolated))
     return tuple(sorted({str(key) for name in options(group) for key in load_option(group, name)}))
-
-
-@cache
-def settings() -> tuple[str, ...]:
-    """The top-level settings of ``conf/config.yaml`` (seed, device, …) and the config groups."""
-    config = OmegaConf.load(CONF_DIR / "config.yaml")
-    return tuple(sorted({str(key) for key in config} - {"defaults", "hydra"} | set(GROUPS) - {"table"}))
 
 
 def unread_key_hint(key: str, value: str, words: list[str]) -> str | None:
@@ -141,7 +144,7 @@ def unread_key_hint(key: str, value: str, words: list[str]) -> str | None:
         return None
     if head == "dataset" and rest:
         return (
-            f"no dataset config has a key '{rest}', so nothing would read it; a dataset's keys are: "
+            f"'{rest}' is not a dataset key, so nothing would read it; a dataset's keys are: "
             f"{', '.join(file_keys('dataset'))} (a source's argument: ++dataset.source.{rest}={value})"
         )
     if head == "profile" and rest:
@@ -298,6 +301,9 @@ def check_overrides(words: list[str]) -> Path | None:
                 check_option(group, name)
                 if group == "experiment":
                     check_global_package(name)
+                    check_experiment_keys(name, words)
+                elif group in FILE_KEYS:
+                    check_file_keys(group, load_option(group, name), f"conf/{group}/{name}.yaml")
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if sweeper_keys and len(experiments) != 1:
         # Without an experiment's sweep to reset, composing the config ends in a traceback.
@@ -312,11 +318,12 @@ def check_overrides(words: list[str]) -> Path | None:
     refused = None
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         try:
-            cfg = compose(config_name="config", overrides=composable)
+            cfg = compose(config_name="config", overrides=composable, return_hydra_config=True)
         except (HydraException, OmegaConfBaseException) as exc:
             refused = exc
     if refused is not None:  # worded outside the block: the hint composes the plain config
         raise UserError(_composition_error(refused, words)) from None
+    choices = dict(cfg.hydra.runtime.choices)  # the option of each group this job composes
     check_source(cfg.dataset, datasets[0] if given and datasets else None)
     if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
         from clusterbench.validation import resolve_device
@@ -338,12 +345,76 @@ def check_overrides(words: list[str]) -> Path | None:
 
         check_writable(Path(results_dir), "results_dir")
     if experiments and not multirun:
+        check_one_job(experiments[0], choices, words)
         print(
             f"clusterbench: note: experiment {experiments[0]} is a sweep; without -m only the one job "
-            "of dataset= and method= runs",
+            "of dataset=, method= and metrics= runs",
             file=sys.stderr,
         )
     return None if results_dir is None else Path(results_dir)
+
+
+def check_experiment_keys(experiment: str, words: list[str]) -> None:
+    """An experiment file's top-level keys are settings (``grids``, ``method_seeds``, …), config
+    groups it adds to (``method``, ``profile``) or ``hydra`` and ``defaults``: any other (``grid:``)
+    would be ignored, and the sweep would run without it; a variable of its own is read where its
+    values or the command line's (``words``) interpolate it. The dataset and method blocks it
+    merges and the files it sweeps hold only keys something reads
+    (:func:`~clusterbench.catalog.check_file_keys`)."""
+    raw = load_option("experiment", experiment)
+    in_words = {name for word in words for name in re.findall(r"\$\{(\w+)(?=[.}\[])", word)}
+    read = {*settings(), "defaults", "hydra", *referenced_roots(raw), *in_words}
+    unread = sorted(str(key) for key in raw if str(key) not in read)
+    if unread:
+        close = difflib.get_close_matches(unread[0], settings(), n=1, cutoff=0.6)
+        fix = f"did you mean '{close[0]}'?" if close else f"the settings are: {', '.join(settings())}"
+        raise UserError(
+            f"conf/experiment/{experiment}.yaml: '{unread[0]}' is not a setting, so nothing would read it; "
+            + fix
+        )
+    for group in FILE_KEYS:
+        if OmegaConf.is_dict(raw.get(group)):
+            check_file_keys(group, raw[group], f"conf/experiment/{experiment}.yaml, its {group}: block")
+        for name in _swept_options(raw, group, words) or []:
+            if name in options(group):
+                check_file_keys(group, load_option(group, name), f"conf/{group}/{name}.yaml")
+
+
+def _swept_options(experiment: DictConfig, group: str, words: list[str]) -> list[str] | None:
+    """The options of ``group`` an experiment's sweep selects, as the command line's
+    ``hydra.sweeper.params.<group>=…`` resets it; None where it sweeps none (or Hydra cannot
+    parse the sweep, which the sweep itself then says)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    sweep = OmegaConf.select(experiment, f"hydra.sweeper.params.{group}")
+    for word in words:
+        key, _, value = word.lstrip("+").partition("=")
+        if key == f"hydra.sweeper.params.{group}":
+            sweep = value.strip("'\"")
+    if sweep is None:
+        return None
+    try:
+        return _option_names(OverridesParser.create().parse_override(f"{group}={sweep}"), group)
+    except HydraException:
+        return None
+
+
+def check_one_job(experiment: str, choices: dict, words: list[str]) -> None:
+    """Without -m an experiment runs one job, with the options it composes (``choices``, group →
+    option): each must be among those the experiment sweeps. Otherwise the config's defaults
+    (zoo, kmeans, the default metrics) would run under the experiment's name, where its table
+    could read them. (Commands that only print the config are left alone.)"""
+    if _INSPECTING & set(words):
+        return
+    raw = load_option("experiment", experiment)
+    for group in GROUPS:
+        names = _swept_options(raw, group, words) if group in choices else None
+        if names and choices[group] not in names:
+            raise UserError(
+                f"experiment {experiment} sweeps {group} {','.join(names)}, not {choices[group]}: run its "
+                f"sweep with -m, or one of its jobs with {group}={names[0]}"
+            )
 
 
 def _shown_value(override) -> str:
@@ -440,8 +511,6 @@ def _composition_error(exc: BaseException, words: list[str]) -> str:
 
 def _close_key(dotted: str) -> str | None:
     """``dotted`` with its first unknown part replaced by the closest key of the config, if any."""
-    import difflib
-
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

@@ -21,10 +21,10 @@ from sklearn.model_selection import ParameterGrid
 
 from clusterbench.catalog import CONF_DIR, check_source, locate
 from clusterbench.checks import (
+    check_config_keys,
     check_keyed_maps,
     check_metric_suite,
     check_point,
-    check_required_keys,
     check_threads,
     fit_timeout,
     method_seeds,
@@ -262,7 +262,7 @@ def prepare_job(cfg: DictConfig, experiment: str, load=None) -> Job | None:
     for setting in ("force", "retry_failed"):
         if not isinstance(cfg.get(setting, False), bool):
             raise UserError(f"{setting} must be true or false, got {cfg.get(setting)!r}")
-    check_required_keys(cfg)
+    check_config_keys(cfg)
     check_keyed_maps(cfg)
     seeds = method_seeds(cfg)
     if seeds is not None and seed not in seeds:

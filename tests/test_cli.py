@@ -617,3 +617,72 @@ def test_ctrl_c_while_the_command_line_imports_exits_130_with_one_line(monkeypat
         pytest.fail("Ctrl-C during the import escaped the entry point")
     assert code == 130
     assert capsys.readouterr().err == INTERRUPTED + "\n"
+
+
+def test_a_dataset_key_that_its_config_does_not_read_is_refused_before_any_fit(tmp_path):
+    # Before, a key some dataset file held (embeddings' path, or one file's typo) was accepted on
+    # every dataset, where nothing read it.
+    for word, refusal in [
+        ("dataset.path=x.npz", "dataset 'iris' (conf/dataset/ or an override): 'path' is not a dataset key"),
+        ("dataset.preproces=none", "'preproces' is not a dataset key, so nothing would read it"),
+    ]:
+        result = cli("run", "dataset=iris", word, f"results_dir={tmp_path}")
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert refusal in result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_experiments_config_is_printed_without_m(tmp_path):
+    result = cli("run", "experiment=prcut_table2", f"results_dir={tmp_path}", "--cfg", "job")
+    assert result.returncode == 0, result.stderr
+    assert "metrics:" in result.stdout
+
+
+def test_a_sweeping_experiment_without_m_runs_only_a_job_of_its_own_sweep(tmp_path):
+    result = cli("run", "experiment=prcut_table2", "profile=smoke", f"results_dir={tmp_path}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert (
+        "experiment prcut_table2 sweeps dataset mnist,fashion_mnist, not zoo: run its sweep with -m, "
+        "or one of its jobs with dataset=mnist"
+    ) in result.stderr
+    result = cli("run", "experiment=prcut_table2", "dataset=mnist", "method=prcut", f"results_dir={tmp_path}")
+    assert result.returncode == 2 and "sweeps metrics prcut, not default" in result.stderr
+    assert not (tmp_path / "runs").exists()
+    result = cli(
+        "run",
+        "experiment=clam_table1",
+        "dataset=zoo",
+        "method=clam",
+        "profile=smoke",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "without -m only the one job" in result.stderr
+    assert set(load_records(tmp_path, "smoke")["method"]) == {"clam"}
+
+
+def test_a_sweep_refuses_a_knn_graph_larger_than_a_dataset_before_its_first_fit(tmp_path):
+    result = cli("run", "-m", "method=kmeans,spectral_knn", "dataset=iris", f"results_dir={tmp_path}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().endswith(
+        "method 'spectral_knn' on dataset 'iris': SpectralKNN n_neighbors must be below the number of "
+        "points (150), got 150: lower n_neighbors"
+    )
+    assert not (tmp_path / "runs").exists()  # kmeans, the sweep's first job, was not fitted either
+
+
+def test_a_misspelt_name_is_answered_with_the_closest_option(tmp_path):
+    result = cli("run", "method=kmean", "dataset=iris", f"results_dir={tmp_path}")
+    assert result.returncode == 2
+    assert "unknown method 'kmean'; did you mean 'kmeans'? known method options: " in result.stderr
+
+
+def test_a_text_file_given_as_embeddings_is_named_not_an_npz(tmp_path):
+    points = tmp_path / "points.csv"
+    points.write_text("0.0,1.0\n1.0,0.0\n")
+    result = cli("run", "dataset=embeddings", f"dataset.path={points}", f"results_dir={tmp_path}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert (
+        f"cannot read {points} (not an .npz archive, as numpy.savez writes); give dataset.path=FILE.npz"
+        in result.stderr
+    )

@@ -8,7 +8,10 @@ import json
 import re
 
 import pytest
+from omegaconf import OmegaConf
 
+from clusterbench import catalog, overrides
+from clusterbench.errors import UserError
 from clusterbench.overrides import rewrite_overrides, unread_key_hint
 from clusterbench.results import load_records
 from tests.helpers import cli
@@ -115,7 +118,7 @@ def test_the_hydra_spelling_of_a_hyperparameter_changes_the_fit(tmp_path, word):
         (
             ["+dataset.beta=3"],
             [
-                "no dataset config has a key 'beta'",
+                "'beta' is not a dataset key",
                 "n_clusters",
                 "(a source's argument: ++dataset.source.beta=3)",
             ],
@@ -253,3 +256,87 @@ def test_device_cuda_without_a_gpu_exits_2_for_every_method(tmp_path, method):
     result = cli("run", f"method={method}", "dataset=iris", "device=cuda", f"results_dir={tmp_path}")
     assert_one_line_error(result, "device='cuda' but no CUDA GPU is visible", "device=cpu")
     assert not any(tmp_path.rglob("*.csv"))
+
+
+@pytest.mark.parametrize(
+    ("group", "text", "refusal"),
+    [
+        (
+            "dataset",
+            "n_clusters: 3\npreproces: standardize\n",
+            "'preproces' is not a dataset key, so nothing would read it; did you mean 'preprocess'?",
+        ),
+        (
+            "method",
+            "estimator: {_target_: a.B}\nmax_sample: 50\n",
+            "'max_sample' is not a method key, so nothing would read it; did you mean 'max_samples'?",
+        ),
+        (
+            "method",
+            "estimator: {_target_: a.B}\nn_init: 5\n",
+            "'n_init' is not a method key, so nothing would "
+            "read it; a hyperparameter goes under estimator: (method.n_init=V on the command line)",
+        ),
+        ("dataset", "n_clusters: 3\npath: x.npz\n", "'path' is not a dataset key"),
+    ],
+)
+def test_a_config_key_that_nothing_reads_is_refused_with_its_likely_spelling(group, text, refusal):
+    with pytest.raises(UserError, match=re.escape(f"conf/{group}/mine.yaml: {refusal}")):
+        catalog.check_file_keys(group, OmegaConf.create(text), f"conf/{group}/mine.yaml")
+
+
+def test_a_config_key_its_own_values_interpolate_is_read():
+    catalog.check_file_keys(
+        "dataset", OmegaConf.create("n_clusters: 3\npath: x\nsource: {path: '${..path}'}\n"), ""
+    )
+    catalog.check_file_keys("method", OmegaConf.create("k: 4\nestimator: {n_clusters: '${method.k}'}\n"), "")
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "refusal"),
+    [
+        (
+            "grid: {kmeans: {n_init: [1, 2]}}\n",
+            [],
+            "'grid' is not a setting, so nothing would read it; did you mean 'grids'?",
+        ),
+        # A resolver is no reference: ${seeds:3} reads no key named seeds.
+        ("seeds: [0]\nmethod_seeds: {dbscan: '${seeds:3}'}\n", [], "'seeds' is not a setting"),
+        ("my_k: 3\n", [], "'my_k' is not a setting"),
+        ("my_k: 3\n", ["method.n_clusters=${my_k}"], None),
+        ("my_k: 3\ngrids: {kmeans: {n_clusters: ['${my_k}']}}\n", [], None),
+        (
+            "method: {n_init: 5}\n",
+            [],
+            "conf/experiment/mine.yaml, its method: block: 'n_init' is not a method key",
+        ),
+    ],
+)
+def test_an_experiments_key_that_nothing_reads_is_refused(monkeypatch, text, words, refusal):
+    raw = OmegaConf.create(text)
+    monkeypatch.setattr(overrides, "load_option", lambda group, name: raw)
+    if refusal is None:
+        overrides.check_experiment_keys("mine", words)
+        return
+    with pytest.raises(UserError, match=re.escape(refusal)):
+        overrides.check_experiment_keys("mine", words)
+
+
+@pytest.mark.parametrize("experiment", catalog.options("experiment"))
+def test_every_experiments_keyed_maps_name_only_known_methods_and_datasets(experiment):
+    # conf/tuned/kr_table3_multipliers.yaml once named har, a dataset with no config: every
+    # kr_idec and kr_dkm job of kr_table3 was refused.
+    from hydra import compose, initialize_config_dir
+
+    from clusterbench.checks import check_keyed_maps
+
+    raw = catalog.load_option("experiment", experiment)
+    datasets = overrides._swept_options(raw, "dataset", []) or ["zoo"]
+    methods = overrides._swept_options(raw, "method", []) or ["kmeans"]
+    with initialize_config_dir(config_dir=str(catalog.CONF_DIR), version_base="1.3"):
+        for method in methods:
+            cfg = compose(
+                config_name="config",
+                overrides=[f"experiment={experiment}", f"dataset={datasets[0]}", f"method={method}"],
+            )
+            check_keyed_maps(cfg)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import io
 import os
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -100,6 +101,9 @@ CACHE_FILE_FIX = "a cache file holds X (n, d) and y (n,); replace it (clusterben
 def read_npz(path: Path, fix: str = CACHE_FILE_FIX) -> RawData:
     """A cache file's arrays: X (n, d), y (n,) and, optionally, n_train; anything else is a user
     error naming the file and ``fix``."""
+    # numpy would read a text file as a pickle (an empty one it names itself: EOFError)
+    if path.is_file() and path.stat().st_size and not zipfile.is_zipfile(path):
+        raise UserError(f"cannot read {path} (not an .npz archive, as numpy.savez writes); {fix}")
     try:
         with np.load(path, allow_pickle=False) as archive:
             missing = {"X", "y"} - set(archive.files)

@@ -343,13 +343,20 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         tags.target_tags.required = self.similarity == "labels"
         return tags
 
+    def _check_n_points(self, n_points: int) -> None:
+        """What the data's size bounds (k ≤ n, the kNN graph's n_neighbors < n): checked by fit and,
+        before a sweep's first fit, by the runner (:func:`clusterbench.checks.check_point`)."""
+        check_enough_points(self, n_points)
+        if self.similarity == "knn":
+            graphs.check_n_neighbors(self.n_neighbors, n_points, type(self).__name__)
+
     def fit(self, X, y=None):
         """Train the encoder by Algorithm 1 on ``X``; ``y`` is used only by ``similarity='labels'``."""
         self._validate_params()
         name = type(self).__name__
         X = graphs.check_points(X, name)
         n = len(X)
-        check_enough_points(self, n)
+        self._check_n_points(n)
         if self.similarity == "labels":
             if y is None:
                 raise HyperparameterError(
@@ -359,8 +366,6 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
             y = np.asarray(y).reshape(-1)
             if len(y) != n:
                 raise HyperparameterError(f"{name}: y has {len(y)} labels for {n} points")
-        if self.similarity == "knn":
-            graphs.check_n_neighbors(self.n_neighbors, n, name)
         self.n_features_in_ = X.shape[1]
         with torch_threads(self.n_threads), flush_denormals():
             self.device_ = resolve_device(self.device)

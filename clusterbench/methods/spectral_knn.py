@@ -32,7 +32,6 @@ from clusterbench.validation import (
     NUMPY_SEED,
     POSITIVE_INT,
     POSITIVE_REAL,
-    check_enough_points,
     check_hyperparameters,
     one_of,
     optional,
@@ -128,6 +127,16 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
             ],
         )
 
+    def _check_n_points(self, n_points: int) -> None:
+        """What the data's size bounds (k < n, n_neighbors < n): checked by fit and, before a
+        sweep's first fit, by the runner (:func:`clusterbench.checks.check_point`)."""
+        name = type(self).__name__
+        graphs.check_n_neighbors(self.n_neighbors, n_points, name)
+        if self.n_clusters >= n_points:
+            raise HyperparameterError(
+                f"{name} n_clusters must be below the number of points ({n_points}): lower n_clusters"
+            )
+
     def fit(self, X, y=None):
         cuts, best = [], None
         for cut, labels in self.iter_runs(X):
@@ -145,10 +154,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
         self._validate_params()
         name = type(self).__name__
         X = graphs.check_points(X, name)
-        check_enough_points(self, len(X))
-        graphs.check_n_neighbors(self.n_neighbors, len(X), name)
-        if self.n_clusters >= len(X):
-            raise HyperparameterError(f"{name} n_clusters must be below the number of points ({len(X)})")
+        self._check_n_points(len(X))
         self.n_features_in_ = X.shape[1]
         random = check_random_state(self.random_state)
         W = graphs.knn_graph(X, self.n_neighbors, "symmetric")
