@@ -74,8 +74,11 @@ def test_a_scikit_learn_fit_past_the_cap_is_recorded_as_not_finished(tmp_path):
 @pytest.mark.parametrize(
     ("words", "message"),
     [
-        (["--n", "600", "--k", "600"], "n_neighbors must be below the number of points (600), got 600"),
-        (["--k", "60000"], "n_neighbors must be below the number of points (60000), got 60000"),
+        (
+            ["--n", "600", "--k", "600"],
+            "n_neighbors must be below the number of points (600), got 600: lower n_neighbors",
+        ),
+        (["--k", "60000"], "below the number of points (60000), got 60000: lower n_neighbors"),
         (["--seed", "-1"], "--seed must be ≥ 0, got -1"),  # a usage error: the usage line first
     ],
 )
