@@ -46,10 +46,12 @@ FILE_KEYS = {
 _ROOT_REFERENCE = re.compile(r"\$\{(\w+)(?=[.}\[])")
 
 
-def referenced_roots(node: DictConfig) -> set[str]:
-    """The top-level keys that values of ``node`` interpolate by an absolute reference (``${base}``,
-    ``${profile.epochs}``): a variable of the user's own (``+base=…``) is read, though by no code."""
-    return set(_ROOT_REFERENCE.findall(OmegaConf.to_yaml(node, resolve=False)))
+def referenced_roots(source: DictConfig | str) -> set[str]:
+    """The top-level keys that a config's values (or a text: the command line's words) interpolate
+    by an absolute reference (``${base}``, ``${profile.epochs}``): a variable of the user's own
+    (``+base=…``) is read, though by no code."""
+    text = source if isinstance(source, str) else OmegaConf.to_yaml(source, resolve=False)
+    return set(_ROOT_REFERENCE.findall(text))
 
 
 @cache

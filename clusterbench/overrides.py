@@ -334,7 +334,7 @@ def check_overrides(words: list[str]) -> Path | None:
             OmegaConf.select(load_option("experiment", e), "hydra.sweeper.params.dataset")
             for e in experiments
         ]
-        datasets = [name for value in swept if value for name in _parse_datasets(value) or []]
+        datasets = [name for value in swept if value for name in _parse_options("dataset", value) or []]
     if datasets is not None or not given:
         check_in_cache(
             list(dict.fromkeys(datasets or [cfg.dataset.name])), "sweep without them (dataset=...)"
@@ -362,8 +362,7 @@ def check_experiment_keys(experiment: str, words: list[str]) -> None:
     merges and the files it sweeps hold only keys something reads
     (:func:`~clusterbench.catalog.check_file_keys`)."""
     raw = load_option("experiment", experiment)
-    in_words = {name for word in words for name in re.findall(r"\$\{(\w+)(?=[.}\[])", word)}
-    read = {*settings(), "defaults", "hydra", *referenced_roots(raw), *in_words}
+    read = {*settings(), "defaults", "hydra", *referenced_roots(raw), *referenced_roots(" ".join(words))}
     unread = sorted(str(key) for key in raw if str(key) not in read)
     if unread:
         close = difflib.get_close_matches(unread[0], settings(), n=1, cutoff=0.6)
@@ -384,7 +383,6 @@ def _swept_options(experiment: DictConfig, group: str, words: list[str]) -> list
     """The options of ``group`` an experiment's sweep selects, as the command line's
     ``hydra.sweeper.params.<group>=…`` resets it; None where it sweeps none (or Hydra cannot
     parse the sweep, which the sweep itself then says)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     sweep = OmegaConf.select(experiment, f"hydra.sweeper.params.{group}")
@@ -395,7 +393,7 @@ def _swept_options(experiment: DictConfig, group: str, words: list[str]) -> list
     if sweep is None:
         return None
     try:
-        return _option_names(OverridesParser.create().parse_override(f"{group}={sweep}"), group)
+        return _parse_options(group, sweep)
     except HydraException:
         return None
 
@@ -448,18 +446,19 @@ def _sweeper_datasets(override) -> list[str]:
             "or sweep with -m dataset=a,b"
         )
     try:
-        return _parse_datasets(override.value()) or []
+        return _parse_options("dataset", override.value()) or []
     except HydraException as exc:
         raise UserError(
             f"cannot parse {override.input_line}: {first_line(exc)}; {OVERRIDE_GRAMMAR}"
         ) from None
 
 
-def _parse_datasets(sweep: str) -> list[str] | None:
-    """The datasets a sweep written as text selects (``a,b``, ``glob(y*)``): see :func:`_option_names`."""
+def _parse_options(group: str, sweep: str) -> list[str] | None:
+    """The options of ``group`` a sweep written as text selects (``a,b``, ``glob(y*)``): see
+    :func:`_option_names`."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    return _option_names(OverridesParser.create().parse_override(f"dataset={sweep}"), "dataset")
+    return _option_names(OverridesParser.create().parse_override(f"{group}={sweep}"), group)
 
 
 def _option_names(override, group: str) -> list[str] | None:
