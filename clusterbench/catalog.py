@@ -1,4 +1,5 @@
-"""What the config tree offers: the option names of each group, read straight from ``conf/``.
+"""What the config tree offers: the option names of each group, read straight from ``conf/`` and
+from the user's own config folders (``$CLUSTERBENCH_CONFIG_DIR``, laid out like ``conf/``).
 Importing it registers the resolvers the files use (:mod:`clusterbench.resolvers`).
 
 The config groups are the registry (``_target_`` + ``hydra.utils.instantiate``); nothing here
@@ -8,6 +9,7 @@ duplicates them.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -18,6 +20,9 @@ import clusterbench.resolvers  # noqa: F401  (registers the resolvers the config
 from clusterbench.errors import UserError, first_line
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+# Folders of the user's own configs (method/, dataset/, experiment/, table/, …), separated by
+# os.pathsep: searched after conf/, so a method or dataset of one's own needs no file in the checkout.
+CONFIG_DIR_ENV = "CLUSTERBENCH_CONFIG_DIR"
 GROUPS = ("dataset", "method", "metrics", "profile", "experiment", "table")
 
 # The keys a dataset or method file may hold: those the runner reads (and a dataset's description
@@ -87,8 +92,70 @@ def check_file_keys(group: str, node: DictConfig, where: str) -> None:
     raise UserError(f"{where}: '{key}' is not a {group} key, so nothing would read it; {fix}")
 
 
+def user_config_dirs() -> list[Path]:
+    """The folders ``$CLUSTERBENCH_CONFIG_DIR`` names, each of which must exist."""
+    text = os.environ.get(CONFIG_DIR_ENV, "")
+    folders = [Path(part).expanduser().resolve() for part in text.split(os.pathsep) if part.strip()]
+    for folder in folders:
+        if not folder.is_dir():
+            raise UserError(
+                f"{CONFIG_DIR_ENV}: {folder} is not a folder; set it to folders of your own configs "
+                f"(method/, dataset/, …), separated by '{os.pathsep}'"
+            )
+    return folders
+
+
+def _option_files(group: str) -> dict[str, Path]:
+    """Option name → its file, over conf/ and the user's folders. A name found twice is refused:
+    Hydra would read conf/'s file and ignore the user's without a word."""
+    files: dict[str, Path] = {}
+    for folder in [CONF_DIR, *user_config_dirs()]:
+        for path in sorted((folder / group).glob("*.yaml")):
+            if path.stem in files:
+                raise UserError(
+                    f"{group} '{path.stem}' is defined twice, in {files[path.stem]} and {path}; "
+                    f"rename the one in {path.parent}"
+                )
+            files[path.stem] = path
+    return files
+
+
 def options(group: str) -> list[str]:
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+    return sorted(_option_files(group))
+
+
+def option_file(group: str, name: str) -> Path:
+    """The file of option ``name`` of ``group`` (one clear line if there is none)."""
+    check_option(group, name)
+    return _option_files(group)[name]
+
+
+def option_label(group: str, name: str) -> str:
+    """Where option ``name`` of ``group`` lives, as a message names it: ``conf/method/x.yaml``
+    (relative to the checkout), a user's file by its whole path."""
+    path = _option_files(group).get(name)
+    if path is None:  # not a file (yet): where conf/ would hold it
+        return f"conf/{group}/{name}.yaml"
+    return str(path.relative_to(CONF_DIR.parent)) if path.is_relative_to(CONF_DIR.parent) else str(path)
+
+
+def search_path_overrides() -> list[str]:
+    """The override that adds the user's config folders to Hydra's search path (after conf/)."""
+    folders = user_config_dirs()
+    if not folders:
+        return []
+    # Quoted for Hydra's grammar (a path may hold spaces or quotes); appended after conf/.
+    quoted = [str(folder).replace("\\", "\\\\").replace("'", "\\'") for folder in folders]
+    return ["hydra.searchpath=[" + ",".join(f"'file://{path}'" for path in quoted) + "]"]
+
+
+def compose_config(overrides: list[str], return_hydra_config: bool = False) -> DictConfig:
+    """The config ``clusterbench run`` composes from ``overrides``, outside the app."""
+    from hydra import compose, initialize_config_dir
+
+    overrides = [*overrides, *search_path_overrides()]
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("config", overrides=overrides, return_hydra_config=return_hydra_config)
 
 
 def check_option(group: str, name: str) -> None:
@@ -97,13 +164,13 @@ def check_option(group: str, name: str) -> None:
     if name not in known:
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         guess = f"did you mean '{close[0]}'? " if close else ""
-        raise UserError(f"unknown {group} '{name}'; {guess}known {group} options: {', '.join(known)}")
+        own = f" (or your own {group}/{name}.yaml in a folder ${CONFIG_DIR_ENV} names)" if not close else ""
+        raise UserError(f"unknown {group} '{name}'; {guess}known {group} options: {', '.join(known)}{own}")
 
 
 def load_option(group: str, name: str) -> DictConfig:
     """The raw YAML of one option (interpolations left unresolved)."""
-    check_option(group, name)
-    return OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
+    return OmegaConf.load(option_file(group, name))
 
 
 def dataset_spec(name: str, experiment: str | None = None) -> DictConfig:

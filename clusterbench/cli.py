@@ -19,7 +19,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import CONF_DIR, check_option, load_option, options
+from clusterbench.catalog import CONF_DIR, check_option, load_option, options, search_path_overrides
 from clusterbench.errors import INTERRUPTED, Terminated, UserError
 from clusterbench.overrides import check_overrides, rewrite_overrides
 from clusterbench.progress import line_interval
@@ -91,7 +91,7 @@ def command_run(words: list[str]) -> int:
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
     journal = journal_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
     os.environ[JOURNAL_ENV] = str(journal)
-    sys.argv = ["clusterbench run", *words]
+    sys.argv = ["clusterbench run", *words, *search_path_overrides()]
     try:
         hydra_job()
     finally:

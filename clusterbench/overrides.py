@@ -17,15 +17,18 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from clusterbench.catalog import (
-    CONF_DIR,
+    CONFIG_DIR_ENV,
     FILE_KEYS,
     GROUPS,
     check_file_keys,
     check_in_cache,
     check_option,
     check_source,
+    compose_config,
     interpolated_keys,
     load_option,
+    option_file,
+    option_label,
     options,
     referenced_roots,
     settings,
@@ -165,18 +168,31 @@ _FLAGS_WITH_VALUE = {"-c", "--cfg", "-p", "--package", "-i", "--info", "-cp", "-
 _FLAGS_WITH_VALUE |= {"-cn", "--config-name", "-cd", "--config-dir", "--experimental-rerun"}
 
 
+def check_config_folders(words: list[str]) -> None:
+    """Hydra's own ways to add a config folder would reach its composition but not the names the
+    checks, tables and lists know: one way serves every command, the environment variable."""
+    for word in words:
+        if word in ("-cd", "--config-dir") or re.match(r"^(--config-dir=|\+{0,2}hydra\.searchpath\b)", word):
+            raise UserError(
+                f"{word.partition('=')[0]}: give folders of your own configs as {CONFIG_DIR_ENV}=FOLDER "
+                "(each laid out like conf/), which run, table, list and report all read"
+            )
+
+
 def check_bare_words(words: list[str]) -> None:
     """A word that is no flag, no flag's value and no ``key=value`` (``run kmeans``, or the ``1``
     of ``seed=0 1``) is refused in one line; Hydra's parser answers it in a page."""
-    for before, word in zip(["", *words], words, strict=False):
+    for at, word in enumerate(words):
+        before, after = words[at - 1] if at else "", words[at + 1] if at + 1 < len(words) else ""
         if word.startswith(("-", "~")) or "=" in word or before in _FLAGS_WITH_VALUE:
             continue
         groups = [group for group in GROUPS if group != "table" and word in options(group)]
-        hint = (
-            f"did you mean {groups[0]}={word}?"
-            if groups
-            else "write key=value; a sweep's values are separated by commas without spaces (-m seed=0,1,2)"
-        )
+        if groups:
+            hint = f"did you mean {groups[0]}={word}?"
+        elif (word in GROUPS or word in settings()) and after and after[0] != "-" and "=" not in after:
+            hint = f"did you mean {word}={after}?"  # ``method kmeans``, ``seed 3``
+        else:
+            hint = "write key=value; a sweep's values are separated by commas without spaces (-m seed=0,1,2)"
         raise UserError(f"'{word}' is not an override (key=value); {hint}")
 
 
@@ -218,7 +234,7 @@ def check_global_package(experiment: str) -> None:
     ``experiment:``, where nothing reads it, and the run quietly does the defaults."""
     from hydra.plugins.config_source import ConfigSource
 
-    path = CONF_DIR / "experiment" / f"{experiment}.yaml"
+    path = option_file("experiment", experiment)
     # Hydra's own reading: only the file's first lines of the form "# @key value", blank lines
     # between them skipped, make its header.
     try:
@@ -227,8 +243,8 @@ def check_global_package(experiment: str) -> None:
         return
     if package != "_global_":
         raise UserError(
-            f"{path.relative_to(CONF_DIR.parent)} lacks the header '# @package _global_' as its first line: "
-            "without it Hydra nests the file under experiment: and runs the defaults; add that line"
+            f"{option_label('experiment', experiment)} lacks the header '# @package _global_' as its first "
+            "line: without it Hydra nests the file under experiment: and runs the defaults; add that line"
         )
 
 
@@ -241,13 +257,13 @@ def check_overrides(words: list[str]) -> Path | None:
     returns that config's results folder (None where only the running app can resolve it). An
     experiment named without -m gets a note: only one job of its sweep runs.
     """
-    from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import IntervalSweep
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     multirun = bool({"-m", "--multirun"} & set(words)) or "hydra.mode=MULTIRUN" in words
+    check_config_folders(words)
     check_bare_words(words)
     check_launcher(words, multirun)
     # Hydra's flags (-m, --cfg job, …) are not overrides; "~key" deletes a key.
@@ -303,7 +319,7 @@ def check_overrides(words: list[str]) -> Path | None:
                     check_global_package(name)
                     check_experiment_keys(name, words)
                 elif group in FILE_KEYS:
-                    check_file_keys(group, load_option(group, name), f"conf/{group}/{name}.yaml")
+                    check_file_keys(group, load_option(group, name), option_label(group, name))
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if sweeper_keys and len(experiments) != 1:
         # Without an experiment's sweep to reset, composing the config ends in a traceback.
@@ -315,14 +331,10 @@ def check_overrides(words: list[str]) -> Path | None:
     # Hydra reads the sweeper's params only under -m, and a dataset= override wins over them.
     if swept_by_key is not None and multirun and not given:
         datasets, given = swept_by_key, True
-    refused = None
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        try:
-            cfg = compose(config_name="config", overrides=composable, return_hydra_config=True)
-        except (HydraException, OmegaConfBaseException) as exc:
-            refused = exc
-    if refused is not None:  # worded outside the block: the hint composes the plain config
-        raise UserError(_composition_error(refused, words)) from None
+    try:
+        cfg = compose_config(composable, return_hydra_config=True)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise UserError(_composition_error(exc, words)) from None
     choices = dict(cfg.hydra.runtime.choices)  # the option of each group this job composes
     check_source(cfg.dataset, datasets[0] if given and datasets else None)
     if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
@@ -361,22 +373,19 @@ def check_experiment_keys(experiment: str, words: list[str]) -> None:
     values or the command line's (``words``) interpolate it. The dataset and method blocks it
     merges and the files it sweeps hold only keys something reads
     (:func:`~clusterbench.catalog.check_file_keys`)."""
-    raw = load_option("experiment", experiment)
+    raw, where = load_option("experiment", experiment), option_label("experiment", experiment)
     read = {*settings(), "defaults", "hydra", *referenced_roots(raw), *referenced_roots(" ".join(words))}
     unread = sorted(str(key) for key in raw if str(key) not in read)
     if unread:
         close = difflib.get_close_matches(unread[0], settings(), n=1, cutoff=0.6)
         fix = f"did you mean '{close[0]}'?" if close else f"the settings are: {', '.join(settings())}"
-        raise UserError(
-            f"conf/experiment/{experiment}.yaml: '{unread[0]}' is not a setting, so nothing would read it; "
-            + fix
-        )
+        raise UserError(f"{where}: '{unread[0]}' is not a setting, so nothing would read it; " + fix)
     for group in FILE_KEYS:
         if OmegaConf.is_dict(raw.get(group)):
-            check_file_keys(group, raw[group], f"conf/experiment/{experiment}.yaml, its {group}: block")
+            check_file_keys(group, raw[group], f"{where}, its {group}: block")
         for name in _swept_options(raw, group, words) or []:
             if name in options(group):
-                check_file_keys(group, load_option(group, name), f"conf/{group}/{name}.yaml")
+                check_file_keys(group, load_option(group, name), option_label(group, name))
 
 
 def _swept_options(experiment: DictConfig, group: str, words: list[str]) -> list[str] | None:
@@ -510,10 +519,7 @@ def _composition_error(exc: BaseException, words: list[str]) -> str:
 
 def _close_key(dotted: str) -> str | None:
     """``dotted`` with its first unknown part replaced by the closest key of the config, if any."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        node = compose(config_name="config")
+    node = compose_config([])
     parts = dotted.split(".")
     for depth, part in enumerate(parts):
         keys = [str(key) for key in node] if OmegaConf.is_dict(node) else []

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 from sklearn.model_selection import ParameterGrid
 
-from clusterbench.catalog import CONF_DIR, check_source, locate
+from clusterbench.catalog import check_source, compose_config, locate
 from clusterbench.checks import (
     check_config_keys,
     check_keyed_maps,
@@ -208,8 +207,7 @@ def compose_job(results_dir: Path, profile: str, experiment: str, dataset: str, 
     overrides = [f"results_dir={results_dir}", f"profile={profile}", f"dataset={dataset}", f"method={method}"]
     if choices["experiment"]:
         overrides.append(f"experiment={experiment}")
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    cfg = compose_config(overrides)
     job_settings(cfg, choices)
     return cfg
 

@@ -63,3 +63,17 @@ def data_folder_of_the_tests():
     os.environ[DATA_ENV] = str(DATA_FOLDER)
     yield
     os.environ.pop(DATA_ENV, None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_config_folders_of_the_user():
+    """The tests see conf/ alone: a developer's own $CLUSTERBENCH_CONFIG_DIR would add options to
+    every list they check (the subprocesses inherit the environment). A test may set its own."""
+    import os
+
+    from clusterbench.catalog import CONFIG_DIR_ENV
+
+    before = os.environ.pop(CONFIG_DIR_ENV, None)
+    yield
+    if before is not None:
+        os.environ[CONFIG_DIR_ENV] = before

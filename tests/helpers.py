@@ -22,11 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from clusterbench.catalog import CONF_DIR
+from clusterbench import catalog
 from clusterbench.data.sources import DATA_ENV
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,9 +42,9 @@ def require_cached(*names: str) -> Path:
 
 
 def compose_config(results_dir: Path, *overrides: str) -> DictConfig:
-    """The job config that ``clusterbench run`` would get, composed from ``conf/``."""
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("config", overrides=[f"results_dir={results_dir}", *overrides])
+    """The job config that ``clusterbench run`` would get, composed from ``conf/`` (and the user's
+    config folders)."""
+    return catalog.compose_config([f"results_dir={results_dir}", *overrides])
 
 
 def assert_refit_reproduces_committed(

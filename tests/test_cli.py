@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from clusterbench.catalog import CONF_DIR, options
+from clusterbench.catalog import CONF_DIR, CONFIG_DIR_ENV, options
 from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.results import check_writable, load_records
 from tests.helpers import DATA_FOLDER, REPO, cli, record_files, require_cached, run_cli
@@ -485,26 +485,71 @@ def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
 
 
 @pytest.fixture
-def method_file_without_name():
-    """A user's one-file method: only its estimator (removed again after the test)."""
-    path = CONF_DIR / "method" / "test_birch_minimal.yaml"
-    path.write_text("estimator:\n  _target_: sklearn.cluster.Birch\n")
-    yield path.stem
-    path.unlink()
-
-
-def test_a_method_file_may_leave_out_its_name_and_variant(tmp_path, method_file_without_name):
-    result = cli(
-        "run",
-        "dataset=iris",
-        "profile=smoke",
-        f"method={method_file_without_name}",
-        f"results_dir={tmp_path}",
+def config_folder(tmp_path, monkeypatch):
+    """A user's folder of configs of their own (``$CLUSTERBENCH_CONFIG_DIR``): a one-file method
+    (only its estimator), a dataset read from an .npz of theirs, an experiment and a table."""
+    folder = tmp_path / "my_configs"
+    for group in ("method", "dataset", "experiment", "table"):
+        (folder / group).mkdir(parents=True)
+    (folder / "method" / "my_birch.yaml").write_text("estimator:\n  _target_: sklearn.cluster.Birch\n")
+    (folder / "dataset" / "my_zoo.yaml").write_text(
+        "n_clusters: 7\nsource:\n  _target_: clusterbench.data.sources.npz_file\n"
+        f"  path: {require_cached('zoo') / 'zoo.npz'}\npreprocess: standardize\n"
     )
+    (folder / "experiment" / "my_sweep.yaml").write_text(
+        "# @package _global_\nhydra:\n  sweeper:\n    params:\n"
+        "      dataset: my_zoo,iris\n      method: kmeans,my_birch\n      seed: 0,1\n"
+    )
+    (folder / "table" / "my_table.yaml").write_text(
+        "title: k-means against Birch\nexperiments: [my_sweep]\nmetrics: [nmi]\nprotocol: {kind: mean_std}\n"
+        "rows: {my_zoo: My zoo, iris: Iris}\n"
+        "columns:\n  kmeans: {label: k-means, method: kmeans}\n  birch: {label: Birch, method: my_birch}\n"
+    )
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(folder))
+    return folder
+
+
+def test_configs_of_ones_own_run_sweep_and_make_a_table_without_a_file_in_the_checkout(
+    tmp_path, config_folder
+):
+    result = cli("run", "-m", "experiment=my_sweep", "profile=smoke", f"results_dir={tmp_path}")
     assert result.returncode == 0, result.stderr
-    assert "iris  test_birch_minimal  seed=0 | SC" in result.stdout
+    assert "my_zoo  my_birch  seed=1 | SC" in result.stdout
     records = load_records(tmp_path, "smoke")
-    assert set(records["method"]) == {"test_birch_minimal"} and set(records["variant"]) == {"default"}
+    jobs = records[["dataset", "method", "seed"]].drop_duplicates()
+    assert len(jobs) == 8 and set(records["experiment"]) == {"my_sweep"}
+    # a method file may leave out its name and variant: the file's name and "default"
+    assert set(records["method"]) == {"kmeans", "my_birch"} and set(records["variant"]) == {"default"}
+    birch = records.query("method == 'my_birch' and dataset == 'iris' and metric == 'nmi'")
+    assert birch["value"].round(4).tolist() == [0.7331, 0.7331]  # Birch ignores the seed
+    result = cli("table", "my_table", "--profile", "smoke", "--results-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    (iris,) = [line for line in result.stdout.splitlines() if line.startswith("| Iris ")]
+    assert [cell.strip() for cell in iris.split("|")[2:4]] == ["0.659 ± 0.000", "**0.733 ± 0.000**"]
+    listed = cli("list").stdout
+    assert "my_birch" in listed and "my_zoo" in listed and "my_table" in listed
+
+
+def test_a_config_folder_that_is_missing_or_shadows_conf_exits_2_naming_it(
+    tmp_path, config_folder, monkeypatch
+):
+    (config_folder / "method" / "kmeans.yaml").write_text("estimator:\n  _target_: sklearn.cluster.Birch\n")
+    result = cli("run", "dataset=iris", f"results_dir={tmp_path}")
+    assert_one_line_error(
+        result, "method 'kmeans' is defined twice", str(config_folder / "method" / "kmeans.yaml")
+    )
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "nowhere"))
+    result = cli("list")
+    assert_one_line_error(result, f"{CONFIG_DIR_ENV}: {tmp_path / 'nowhere'} is not a folder")
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(config_folder))
+    for flag in (
+        ["-cd", str(config_folder)],
+        [f"--config-dir={config_folder}"],
+        ["hydra.searchpath=[file:///x]"],
+    ):
+        result = cli("run", *flag, "dataset=iris", f"results_dir={tmp_path}")
+        assert_one_line_error(result, f"give folders of your own configs as {CONFIG_DIR_ENV}=FOLDER")
+    assert not (tmp_path / "runs").exists()
 
 
 def test_data_verify_reports_an_unreadable_file_and_checks_the_others(tmp_path):

@@ -224,26 +224,19 @@ def test_a_job_that_raises_outside_its_fits_fails_the_sweep(tmp_path):
 
 
 def test_an_experiment_file_without_the_global_package_header_is_refused(tmp_path, monkeypatch):
-    from clusterbench import overrides
-    from clusterbench.catalog import options
-    from clusterbench.errors import UserError
-
-    for name in options("experiment"):
+    for name in catalog.options("experiment"):
         overrides.check_global_package(name)  # every shipped one has it
-    (tmp_path / "conf" / "experiment").mkdir(parents=True)
-    monkeypatch.setattr(overrides, "CONF_DIR", tmp_path / "conf")
-    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# my sweep\nhydra:\n  sweeper: {}\n")
-    with pytest.raises(
-        UserError, match=re.escape("conf/experiment/mine.yaml lacks the header '# @package _global_'")
-    ):
+    mine = tmp_path / "my_configs" / "experiment" / "mine.yaml"
+    mine.parent.mkdir(parents=True)
+    monkeypatch.setenv(catalog.CONFIG_DIR_ENV, str(tmp_path / "my_configs"))
+    mine.write_text("# my sweep\nhydra:\n  sweeper: {}\n")
+    with pytest.raises(UserError, match=re.escape(f"{mine} lacks the header '# @package _global_'")):
         overrides.check_global_package("mine")
     # Hydra reads a header only from the file's first lines: after another comment it is ignored.
-    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# my sweep\n# @package _global_\nseed: 1\n")
+    mine.write_text("# my sweep\n# @package _global_\nseed: 1\n")
     with pytest.raises(UserError, match="lacks the header"):
         overrides.check_global_package("mine")
-    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text(
-        "\n# @package _global_\n# my sweep\nseed: 1\n"
-    )
+    mine.write_text("\n# @package _global_\n# my sweep\nseed: 1\n")
     overrides.check_global_package("mine")
 
 
@@ -340,3 +333,19 @@ def test_every_experiments_keyed_maps_name_only_known_methods_and_datasets(exper
                 overrides=[f"experiment={experiment}", f"dataset={datasets[0]}", f"method={method}"],
             )
             check_keyed_maps(cfg)
+
+
+@pytest.mark.parametrize(
+    ("words", "hint"),
+    [
+        (["method", "kmeans"], "did you mean method=kmeans?"),
+        (["dataset=iris", "seed", "3"], "did you mean seed=3?"),
+        (["kmeans"], "did you mean method=kmeans?"),
+        (["method"], "write key=value"),  # nothing after it to pair with
+        (["method", "-m"], "write key=value"),
+    ],
+)
+def test_a_bare_word_is_refused_with_the_override_it_likely_meant(words, hint):
+    with pytest.raises(UserError, match="is not an override") as refusal:
+        overrides.check_bare_words(words)
+    assert hint in str(refusal.value)

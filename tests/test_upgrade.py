@@ -5,17 +5,14 @@ are upgraded."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from clusterbench import runner
-from clusterbench.catalog import CONF_DIR
+from clusterbench.catalog import CONFIG_DIR_ENV
 from clusterbench.cli import main
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.results import labels_path, read_record, typed_hash
 from clusterbench.runner import run_job
-from tests import helpers
 from tests.helpers import DATA_FOLDER, record_files
 from tests.test_runner import OnDevice, count_kmeans_fits, iris
 
@@ -110,16 +107,14 @@ def test_a_point_recorded_under_both_hashes_keeps_one_record(tmp_path, kmeans_fi
 
 @pytest.fixture
 def on_device_method(tmp_path, monkeypatch):
-    """conf/ with a method ``on_device`` (OnDevice, its max_iter a float: its typed hash differs),
-    so that the upgrade composes the configuration its records were run with."""
-    conf = tmp_path / "conf"
-    shutil.copytree(CONF_DIR, conf)
-    (conf / "method" / "on_device.yaml").write_text(
+    """A method ``on_device`` of the user's config folder (OnDevice, its max_iter a float: its
+    typed hash differs), so that the upgrade composes the configuration its records were run with."""
+    (tmp_path / "my_configs" / "method").mkdir(parents=True)
+    (tmp_path / "my_configs" / "method" / "on_device.yaml").write_text(
         "name: on_device\nvariant: default\n"
         "estimator:\n  _target_: tests.test_runner.OnDevice\n  max_iter: 300.0\n"
     )
-    monkeypatch.setattr(helpers, "CONF_DIR", conf)
-    monkeypatch.setattr(runner, "CONF_DIR", conf)  # where the upgrade composes (runner.compose_job)
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "my_configs"))
     monkeypatch.setattr(OnDevice, "fits", 0)
     return "method=on_device"
 

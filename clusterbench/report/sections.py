@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from clusterbench.catalog import CONF_DIR, options
+from clusterbench.catalog import CONF_DIR, option_file, option_label, options
 from clusterbench.report.gathering import PaperFiles, natural, read_cells, read_markdown
 from clusterbench.report.judging import (
     EMPTY_KINDS,
@@ -107,7 +107,7 @@ def table_section(page: Page, folder: Path, name: str) -> tuple[str, Tally]:
     title = markdown.title if markdown and markdown.title else spec.get("title", name)
     note = markdown.note if markdown and markdown.note else spec.get("note", "")
     files = [
-        (CONF_DIR / "table" / f"{name}.yaml", f"conf/table/{name}.yaml"),
+        (option_file("table", name), option_label("table", name)),
         (folder / f"{name}.md", "Markdown"),
         (csv_path, "CSV"),
         (folder / f"{name}.tex", "LaTeX"),

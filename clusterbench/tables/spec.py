@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import pandas as pd
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from clusterbench.catalog import load_option, method_names, options
+from clusterbench.catalog import load_option, method_names, option_label, options
 from clusterbench.errors import UserError
 from clusterbench.tables.protocols import ranking
 from clusterbench.validation import is_int
@@ -56,7 +56,7 @@ def _paper_of_other_columns(spec: DictConfig) -> None:
         if source not in spec.columns:
             raise UserError(
                 f"table {spec.name}: columns.{column}.paper_column names '{source}', which is no column; "
-                f"fix conf/table/{spec.name}.yaml"
+                + _fix(spec)
             )
         for by_dataset in (spec.get("paper") or {}).values():
             for by_column in (by_dataset or {}).values():
@@ -70,7 +70,7 @@ def check_spec(spec: DictConfig) -> None:
     value (or its reason) would go unprinted without a word. Rows, methods and metrics are checked
     against the records too, when a table is built (:func:`build_table`)."""
     rows, columns = set(spec.rows), set(spec.columns)
-    fix = f"fix conf/table/{spec.name}.yaml"
+    fix = _fix(spec)
     reference = OmegaConf.select(spec, "gain.reference")
     named = {
         "gain.reference": [] if reference is None else [reference],
@@ -101,6 +101,11 @@ def check_spec(spec: DictConfig) -> None:
             )
 
 
+def _fix(spec: DictConfig) -> str:
+    """The fix a spec's error names: its file (conf/table/, or the user's config folder)."""
+    return f"fix {option_label('table', spec.name)}"
+
+
 def _listed(spec: DictConfig, key: str) -> list:
     value = OmegaConf.select(spec, key)
     if value is not None and not isinstance(value, ListConfig):
@@ -115,14 +120,13 @@ def _check_levels(spec: DictConfig, where: str, node, expected: list) -> None:
     (what, known), *deeper = expected
     if not isinstance(node, DictConfig):
         raise UserError(
-            f"table {spec.name}: {where} must map each {what} to its entries, got {node!r}; "
-            f"fix conf/table/{spec.name}.yaml"
+            f"table {spec.name}: {where} must map each {what} to its entries, got {node!r}; " + _fix(spec)
         )
     for name, child in node.items():
         if name not in known:
             raise UserError(
                 f"table {spec.name}: {where}.{name} names no {what} of the table "
-                f"({', '.join(map(str, known))}); fix conf/table/{spec.name}.yaml"
+                f"({', '.join(map(str, known))}); {_fix(spec)}"
             )
         _check_levels(spec, f"{where}.{name}", child, deeper)
 
@@ -131,7 +135,7 @@ def _check_against_records(spec: DictConfig, records: pd.DataFrame) -> None:
     """A user error for a row, method or metric of the table that names no dataset, method or
     metric that exists (a config's, or one in its records): its cells would all be empty without
     a word."""
-    fix = f"fix conf/table/{spec.name}.yaml"
+    fix = _fix(spec)
     datasets = {load_option("dataset", name).get("name", name) for name in options("dataset")}
     for row in set(spec.rows) - set(spec.get("unavailable") or {}) - datasets - set(records["dataset"]):
         raise UserError(
