@@ -95,8 +95,14 @@ def check_file_keys(group: str, node: DictConfig, where: str) -> None:
 def user_config_dirs() -> list[Path]:
     """The folders ``$CLUSTERBENCH_CONFIG_DIR`` names, each of which must exist."""
     text = os.environ.get(CONFIG_DIR_ENV, "")
-    folders = [Path(part).expanduser().resolve() for part in text.split(os.pathsep) if part.strip()]
+    folders = list(
+        dict.fromkeys(Path(part).expanduser().resolve() for part in text.split(os.pathsep) if part.strip())
+    )
     for folder in folders:
+        if folder == CONF_DIR.resolve():
+            raise UserError(
+                f"{CONFIG_DIR_ENV} names conf/ itself ({folder}), which is always read; leave it out"
+            )
         if not folder.is_dir():
             raise UserError(
                 f"{CONFIG_DIR_ENV}: {folder} is not a folder; set it to folders of your own configs "
@@ -144,8 +150,9 @@ def search_path_overrides() -> list[str]:
     folders = user_config_dirs()
     if not folders:
         return []
-    # Quoted for Hydra's grammar (a path may hold spaces or quotes); appended after conf/.
-    quoted = [str(folder).replace("\\", "\\\\").replace("'", "\\'") for folder in folders]
+    # Quoted for Hydra's grammar (a path may hold spaces or commas), which unescapes only a
+    # backslash before a quote; appended after conf/.
+    quoted = [str(folder).replace("'", "\\'") for folder in folders]
     return ["hydra.searchpath=[" + ",".join(f"'file://{path}'" for path in quoted) + "]"]
 
 

@@ -19,9 +19,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from clusterbench.catalog import CONF_DIR, check_option, load_option, options, search_path_overrides
+from clusterbench.catalog import (
+    CONF_DIR,
+    check_option,
+    load_option,
+    options,
+    search_path_overrides,
+    user_config_dirs,
+)
 from clusterbench.errors import INTERRUPTED, Terminated, UserError
-from clusterbench.overrides import check_overrides, rewrite_overrides
+from clusterbench.overrides import check_overrides, expand_globs, rewrite_overrides
 from clusterbench.progress import line_interval
 
 USAGE = """usage: clusterbench COMMAND [ARGS]
@@ -91,7 +98,7 @@ def command_run(words: list[str]) -> int:
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
     journal = journal_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
     os.environ[JOURNAL_ENV] = str(journal)
-    sys.argv = ["clusterbench run", *words, *search_path_overrides()]
+    sys.argv = ["clusterbench run", *expand_globs(words), *search_path_overrides()]
     try:
         hydra_job()
     finally:
@@ -114,7 +121,11 @@ def command_table(words: list[str]) -> int:
     from clusterbench.tables import build_table, run_command
 
     parser = argparse.ArgumentParser(prog="clusterbench table")
-    parser.add_argument("names", nargs="*", help="table specs in conf/table (see `clusterbench list`)")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        help="table specs (conf/table/ and $CLUSTERBENCH_CONFIG_DIR; see `clusterbench list`)",
+    )
     parser.add_argument("--all", action="store_true", help="every table whose records exist")
     parser.add_argument("--profile", default="paper", help="which profile's records (default: paper)")
     parser.add_argument("--results-dir", default="results", type=Path)
@@ -372,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if command is None:
             raise UserError(f"unknown command '{words[0]}'; use one of {', '.join(COMMANDS)}")
+        user_config_dirs()  # a bad $CLUSTERBENCH_CONFIG_DIR stops every command before it prints
         return command(words[1:])
     except UserError as exc:
         print(f"clusterbench: error: {exc}", file=sys.stderr)

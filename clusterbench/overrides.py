@@ -32,6 +32,7 @@ from clusterbench.catalog import (
     options,
     referenced_roots,
     settings,
+    user_config_dirs,
 )
 from clusterbench.errors import UserError, first_line
 
@@ -172,9 +173,11 @@ def check_config_folders(words: list[str]) -> None:
     """Hydra's own ways to add a config folder would reach its composition but not the names the
     checks, tables and lists know: one way serves every command, the environment variable."""
     for word in words:
-        if word in ("-cd", "--config-dir") or re.match(r"^(--config-dir=|\+{0,2}hydra\.searchpath\b)", word):
+        # argparse takes -cd=DIR and any unambiguous prefix of --config-dir
+        if word == "-cd" or re.match(r"^(-cd=|--config-d|\+{0,2}hydra\.searchpath\b)", word):
+            flag = re.split(r"\+?=", word)[0]
             raise UserError(
-                f"{word.partition('=')[0]}: give folders of your own configs as {CONFIG_DIR_ENV}=FOLDER "
+                f"{flag}: give folders of your own configs as {CONFIG_DIR_ENV}=FOLDER "
                 "(each laid out like conf/), which run, table, list and report all read"
             )
 
@@ -468,6 +471,26 @@ def _parse_options(group: str, sweep: str) -> list[str] | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     return _option_names(OverridesParser.create().parse_override(f"{group}={sweep}"), group)
+
+
+def expand_globs(words: list[str]) -> list[str]:
+    """``method=glob(my*)`` written out as the options it selects (``method=my_a,my_b``): Hydra's
+    sweeper expands a glob over conf/ alone, before the user's config folders join its search
+    path. Without such folders the words are left as they are."""
+    if not user_config_dirs():
+        return words
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import Glob
+
+    expanded = []
+    for word in words:
+        group = word.lstrip("+").partition("=")[0]
+        if group in GROUPS and "glob(" in word:
+            override = OverridesParser.create().parse_override(word)
+            if isinstance(override.value(), Glob):
+                word = f"{word.partition('=')[0]}={','.join(_option_names(override, group))}"
+        expanded.append(word)
+    return expanded
 
 
 def _option_names(override, group: str) -> list[str] | None:

@@ -528,6 +528,12 @@ def test_configs_of_ones_own_run_sweep_and_make_a_table_without_a_file_in_the_ch
     assert [cell.strip() for cell in iris.split("|")[2:4]] == ["0.659 ± 0.000", "**0.733 ± 0.000**"]
     listed = cli("list").stdout
     assert "my_birch" in listed and "my_zoo" in listed and "my_table" in listed
+    # one job, without -m; and a glob selects the folder's options too (Hydra's own matches conf/ alone)
+    result = cli("run", "method=my_birch", "dataset=my_zoo", f"results_dir={tmp_path / 'one'}")
+    assert result.returncode == 0 and "my_zoo  my_birch  seed=0 | SC" in result.stdout, result.stderr
+    result = cli("run", "-m", "method=glob(my_*)", "dataset=glob(*zoo)", f"results_dir={tmp_path / 'glob'}")
+    assert result.returncode == 0, result.stderr
+    assert set(load_records(tmp_path / "glob", "paper")["dataset"]) == {"zoo", "my_zoo"}
 
 
 def test_a_config_folder_that_is_missing_or_shadows_conf_exits_2_naming_it(
@@ -544,7 +550,9 @@ def test_a_config_folder_that_is_missing_or_shadows_conf_exits_2_naming_it(
     monkeypatch.setenv(CONFIG_DIR_ENV, str(config_folder))
     for flag in (
         ["-cd", str(config_folder)],
+        [f"-cd={config_folder}"],
         [f"--config-dir={config_folder}"],
+        ["--config-d", str(config_folder)],
         ["hydra.searchpath=[file:///x]"],
     ):
         result = cli("run", *flag, "dataset=iris", f"results_dir={tmp_path}")

@@ -238,6 +238,8 @@ def test_an_experiment_file_without_the_global_package_header_is_refused(tmp_pat
         overrides.check_global_package("mine")
     mine.write_text("\n# @package _global_\n# my sweep\nseed: 1\n")
     overrides.check_global_package("mine")
+    assert catalog.option_label("experiment", "mine") == str(mine)  # a user's file by its path
+    assert catalog.option_label("experiment", "kr_table2") == "conf/experiment/kr_table2.yaml"
 
 
 @pytest.mark.parametrize("method", ["kmeans", "clam"])
