@@ -526,6 +526,11 @@ def test_configs_of_ones_own_run_sweep_and_make_a_table_without_a_file_in_the_ch
     assert result.returncode == 0, result.stderr
     (iris,) = [line for line in result.stdout.splitlines() if line.startswith("| Iris ")]
     assert [cell.strip() for cell in iris.split("|")[2:4]] == ["0.659 ± 0.000", "**0.733 ± 0.000**"]
+    # the report renders a table without paper values (ours alone; it raised before)
+    page = tmp_path / "r.html"
+    result = cli("report", "--results-dir", str(tmp_path), "--profile", "smoke", "--out", str(page))
+    assert result.returncode == 0, result.stderr
+    assert '<td class="ours" data-cell="iris/nmi/birch"><strong>0.733 ± 0.000</strong>' in page.read_text()
     listed = cli("list").stdout
     assert "my_birch" in listed and "my_zoo" in listed and "my_table" in listed
     # one job, without -m; and a glob selects the folder's options too (Hydra's own matches conf/ alone)

@@ -126,7 +126,10 @@ def table_section(page: Page, folder: Path, name: str) -> tuple[str, Tally]:
     keys = list(cells.groupby(["dataset", "metric"], sort=False).groups)  # render's row order
     by_key = cells.set_index(["dataset", "metric", "column"])
     for index, row in enumerate(texts):
-        pairs = list(zip(row[labels::2], row[labels + 1 :: 2], strict=True))  # (ours, paper) per column
+        if spec.get("paper"):
+            pairs = list(zip(row[labels::2], row[labels + 1 :: 2], strict=True))  # (ours, paper) per column
+        else:  # a table of the user's without paper values renders ours alone
+            pairs = [(ours, "—") for ours in row[labels:]]
         if index >= len(keys):  # a W/L row
             line = [f'<tr class="win-loss"><th scope="row" colspan="{labels}">{inline(row[0])}</th>']
             line += [
