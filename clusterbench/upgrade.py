@@ -60,7 +60,7 @@ def upgrade_records(results_dir: Path) -> list[str]:
         try:
             cfg = compose_job(results_dir, profile, experiment, dataset, method)
         except Exception as exc:  # no such config today: every record of the group is left
-            why = f"its configuration does not compose from conf/ ({first_line(exc)})"
+            why = f"its configuration does not compose from the configs ({first_line(exc)})"
             lines += [_left(path, results_dir, why) for path, _ in records]
             continue
         for path, row in records:
@@ -91,7 +91,7 @@ def _upgrade(path: Path, row: dict, cfg, load, results_dir: Path) -> str:
     elif path == named:
         done = "given its fit hash and data digest"
     else:
-        return _left(path, results_dir, "its name is not the hash of its configuration as conf/ composes it")
+        return _left(path, results_dir, "its name is not the hash of the configuration composed today")
     complete_record(named, fit_hash=job.fit_hash_of(point), data_digest=job.data.digest)
     return f"{path.relative_to(results_dir)}: {done}"
 

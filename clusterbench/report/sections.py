@@ -90,7 +90,7 @@ def table_section(page: Page, folder: Path, name: str) -> tuple[str, Tally]:
     if name not in options("table"):
         return (
             f'<section class="table" id="{esc(name)}">\n<h3>{esc(name)}</h3>\n'
-            f'<p class="warning">No spec conf/table/{esc(name)}.yaml: '
+            f'<p class="warning">No spec table/{esc(name)}.yaml in conf/ or $CLUSTERBENCH_CONFIG_DIR: '
             f"{page.link(csv_path, 'CSV')} only.</p>\n</section>\n",
             Tally(),
         )
@@ -117,7 +117,7 @@ def table_section(page: Page, folder: Path, name: str) -> tuple[str, Tally]:
     parts.append(f'<p class="note">{inline(note)}</p>\n<p class="files">{links}</p>\n')
     if not matched:
         parts.append(
-            f'<p class="warning">The CSV does not match conf/table/{esc(name)}.yaml; rebuild it '
+            f'<p class="warning">The CSV does not match {esc(option_label("table", name))}; rebuild it '
             f"(<code>clusterbench table {esc(name)}</code>).</p>\n"
         )
     parts.append(table_head(spec))
