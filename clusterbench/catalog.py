@@ -132,8 +132,10 @@ def options(group: str) -> list[str]:
 
 def option_file(group: str, name: str) -> Path:
     """The file of option ``name`` of ``group`` (one clear line if there is none)."""
-    check_option(group, name)
-    return _option_files(group)[name]
+    files = _option_files(group)  # once: every load_option comes through here
+    if name not in files:
+        check_option(group, name)  # raises, naming the known options
+    return files[name]
 
 
 def option_label(group: str, name: str) -> str:
