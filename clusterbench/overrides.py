@@ -191,7 +191,7 @@ def check_bare_words(words: list[str]) -> None:
             continue
         groups = [group for group in GROUPS if group != "table" and word in options(group)]
         if groups:
-            hint = f"did you mean {groups[0]}={word}?"
+            hint = f"did you mean {' or '.join(f'{group}={word}' for group in groups)}?"
         elif (word in GROUPS or word in settings()) and after and after[0] != "-" and "=" not in after:
             hint = f"did you mean {word}={after}?"  # ``method kmeans``, ``seed 3``
         else:

@@ -322,7 +322,7 @@ def test_an_openml_target_with_missing_values_is_a_user_error(fake_openml, monke
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({}, r"column 'animal' is not numeric.*source\.drop_columns"),
+        ({}, r"column 'animal' is not numeric.*source\.drop_columns in conf/dataset/toy_zoo\.yaml$"),
         ({"drop_columns": ("animal",), "n_train": 5}, r"n_train=5"),
     ],
 )
@@ -330,6 +330,18 @@ def test_openml_data_that_cannot_be_encoded_is_a_user_error(tmp_path, fake_openm
     with pytest.raises(UserError, match=message):
         cached("toy_zoo", openml_id=4242, **kwargs)
     assert not (tmp_path / "toy_zoo.npz").exists()
+
+
+def test_drop_columns_hint_names_a_user_dataset_file(tmp_path, fake_openml, monkeypatch):
+    from clusterbench.catalog import CONFIG_DIR_ENV
+
+    own = tmp_path / "own"
+    (own / "dataset").mkdir(parents=True)
+    (own / "dataset" / "toy_zoo.yaml").write_text("name: toy_zoo\n")
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(own))
+    own_file = re.escape(str(own / "dataset" / "toy_zoo.yaml"))
+    with pytest.raises(UserError, match=rf"source\.drop_columns in {own_file}$"):
+        cached("toy_zoo", openml_id=4242)
 
 
 def test_openml_network_failure_is_a_user_error(tmp_path, monkeypatch):

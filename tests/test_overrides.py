@@ -343,6 +343,7 @@ def test_every_experiments_keyed_maps_name_only_known_methods_and_datasets(exper
         (["method", "kmeans"], "did you mean method=kmeans?"),
         (["dataset=iris", "seed", "3"], "did you mean seed=3?"),
         (["kmeans"], "did you mean method=kmeans?"),
+        (["prcut"], "did you mean method=prcut or metrics=prcut?"),  # an option of two groups
         (["method"], "write key=value"),  # nothing after it to pair with
         (["method", "-m"], "write key=value"),
     ],

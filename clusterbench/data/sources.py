@@ -18,6 +18,7 @@ import numpy as np
 from hydra.utils import get_method
 from omegaconf import DictConfig, OmegaConf
 
+from clusterbench.catalog import option_label
 from clusterbench.errors import UserError, first_line
 from clusterbench.results import atomic_write_bytes
 
@@ -226,7 +227,7 @@ def fetch_openml(
         else:
             raise UserError(
                 f"OpenML dataset {openml_id} column '{column}' is not numeric; add it to "
-                f"source.drop_columns in conf/dataset/{name}.yaml"
+                f"source.drop_columns in {option_label('dataset', name)}"
             )
     X = np.column_stack([c.to_numpy() for c in columns]) if columns else np.empty((len(frame), 0))
     labels = pd.Series(np.asarray(labels, dtype=object))
