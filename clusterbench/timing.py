@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
 import numpy as np
-
-
-def seconds_per_iteration(fit: Callable[[int], object], low: int, high: int, repeats: int) -> float:
-    """One iteration's wall time: ``fit(iterations)`` capped at ``low`` and at ``high`` iterations,
-    the least time of ``repeats`` fits at each cap, their difference over the difference in
-    iterations run (``n_iter_``).
-
-    Set-up, initialisation and the final assignment cancel in the difference; dividing by the
-    iterations really run covers fits that stop early (scikit-learn stops once no label changes).
-    The least time at each cap is the one least disturbed by the machine; a least difference of
-    pairs would reward a slow short fit.
-    """
-    fit(low)  # warm-up: first calls pay for lazy initialisation
-    times, counts = {low: np.inf, high: np.inf}, {}
-    for _ in range(repeats):
-        for iterations in (low, high):
-            start = time.perf_counter()
-            counts[iterations] = fit(iterations).n_iter_
-            times[iterations] = min(times[iterations], time.perf_counter() - start)
-    if counts[high] <= counts[low]:
-        return np.inf
-    return (times[high] - times[low]) / (counts[high] - counts[low])
+import pandas as pd
 
 
 def interleaved_seconds_per_iteration(
@@ -35,7 +15,9 @@ def interleaved_seconds_per_iteration(
 ) -> dict[str, float]:
     """Per method, one iteration's wall time: ``fits[name](cap)`` runs a fit capped at ``cap``
     iterations and returns the iterations it ran, which must be the cap. Every repeat runs every
-    method at both caps in turn; each (method, cap) keeps its least time over the repeats."""
+    method at both caps in turn; each (method, cap) keeps its least time over the repeats, and
+    their difference over ``high − low`` is the time of an iteration (set-up, initialisation and
+    the final assignment cancel)."""
     for fit in fits.values():
         fit(low)  # warm-up: first calls pay for lazy initialisation
     best = {(name, cap): np.inf for name in fits for cap in (low, high)}
@@ -50,3 +32,42 @@ def interleaved_seconds_per_iteration(
     # A difference at or below 0 is the machine's noise, not a time: NaN, never a ratio.
     seconds = {name: (best[name, high] - best[name, low]) / (high - low) for name in fits}
     return {name: value if value > 0 else np.nan for name, value in seconds.items()}
+
+
+class Rounds:
+    """Independent timings of one group of methods (:func:`interleaved_seconds_per_iteration`
+    once per round), with the load average read around each.
+
+    A benchmark runs its rounds over all its groups in turn, so one group's rounds lie minutes
+    apart: a busy spell of a shared machine that outlasts a round's repeats (which the least time
+    of a round cannot remove) then moves one round's ratio, and shows as the spread of the
+    group's ratios instead of as its value.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: list[dict[str, float]] = []
+        self.loads: list[float] = []
+        self.repeats = 0
+
+    def time(self, fits: dict[str, Callable[[int], int]], low: int, high: int, repeats: int) -> None:
+        self.loads.append(os.getloadavg()[0])
+        self.repeats = repeats
+        self.seconds.append(interleaved_seconds_per_iteration(fits, low, high, repeats))
+        self.loads.append(os.getloadavg()[0])
+
+    def frame(self, references: dict[str, str]) -> pd.DataFrame:
+        """Per method (rows in the fits' order): the median over the rounds of the seconds per
+        iteration, and per ``references`` column (name → reference method) the median, least and
+        greatest of the rounds' ratios to the reference's time in the same round (``<column>``,
+        ``<column>_low``, ``<column>_high``), NaN rounds left out; ``rounds``, ``repeats`` (of the
+        last round) and the load average's least and greatest reading (``load_low``, ``load_high``)."""
+        seconds = pd.DataFrame(self.seconds)  # a row per round, a column per method
+        median = seconds.median().to_numpy()
+        frame = pd.DataFrame({"method": seconds.columns, "seconds_per_iteration": median})
+        for column, reference in references.items():
+            ratios = seconds.div(seconds[reference], axis=0)
+            frame[column] = ratios.median().to_numpy()
+            frame[f"{column}_low"] = ratios.min().to_numpy()
+            frame[f"{column}_high"] = ratios.max().to_numpy()
+        frame = frame.assign(rounds=len(self.seconds), repeats=self.repeats)
+        return frame.assign(load_low=min(self.loads), load_high=max(self.loads))

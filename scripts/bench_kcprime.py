@@ -12,13 +12,16 @@ once no label changes, and then skips its final assignment: a stop inside the wi
 its iterations look cheaper), or the benchmark fails. The methods are timed interleaved in one
 process: each repeat fits every method at both caps in turn and each cap keeps its least time,
 so a busy spell of the (shared, 2-core) machine falls on all methods alike; ratios are taken
-within one thread count, whose load average is recorded. Our iterations include the
+within one thread count. ``--rounds R`` repeats the whole measurement, the thread counts in turn
+each round, so that a thread count's rounds lie minutes apart: the CSV gives each method's median
+over the rounds and the least and greatest round's ratio (``_low``, ``_high``), with the load
+average's range over the rounds. Our iterations include the
 per-iteration bookkeeping of ``history_`` (free energy, log-likelihood, quantization error, σ²);
 ``kmeans_cprime_1_no_likelihood`` is C′ = 1 with ``track_likelihood=False`` (no ℒ per iteration);
 ``kmeans_cprime_1_scores_only`` is its pass reduced to the score product (the GEMM a Lloyd
 iteration's distances cost too): the floor of our iteration with torch's operations.
 
-    python scripts/bench_kcprime.py                      # 1 and 2 threads, about two minutes
+    python scripts/bench_kcprime.py                      # 1 and 2 threads, 3 rounds: about 8 minutes
     python scripts/bench_kcprime.py --threads 1 --quick  # n = 20000: seconds
 Writes results/benchmarks/kcprime_speed_cpu.csv (``--out`` folder).
 """
@@ -26,8 +29,8 @@ Writes results/benchmarks/kcprime_speed_cpu.csv (``--out`` folder).
 from __future__ import annotations
 
 import argparse
-import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +38,7 @@ import pandas as pd
 
 from clusterbench.results import atomic_write_text
 from clusterbench.scripting import output_folder, positive_int, run_script
-from clusterbench.timing import interleaved_seconds_per_iteration
+from clusterbench.timing import Rounds
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,7 +46,8 @@ REPO = Path(__file__).resolve().parents[1]
 LOW, HIGH = 3, 13
 
 
-def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
+def method_fits(n: int, d: int, k: int) -> dict[str, Callable[[int], int]]:
+    """The timed fits, each ``fit(iterations) -> iterations run``, on one data set."""
     import torch
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
@@ -111,13 +115,10 @@ def speed(n: int, d: int, k: int, threads: int, repeats: int) -> pd.DataFrame:
     # C′ = 1 without ℒ in its history: the work of a Lloyd iteration plus the free energy.
     fits["kmeans_cprime_1_no_likelihood"] = ours(1, track_likelihood=False)
     fits["kmeans_cprime_1_scores_only"] = scores_only
-    before = os.getloadavg()[0]
-    seconds = interleaved_seconds_per_iteration(fits, LOW, HIGH, repeats)
-    frame = pd.DataFrame({"method": list(seconds), "seconds_per_iteration": list(seconds.values())})
-    frame["ratio_to_kmeans"] = frame["seconds_per_iteration"] / seconds["kmeans_sklearn_lloyd"]
-    frame["ratio_to_gmm"] = frame["seconds_per_iteration"] / seconds["gmm_sklearn_spherical"]
-    frame = frame.assign(n=n, d=d, k=k, threads=threads, caps=f"{LOW}-{HIGH}", repeats=repeats)
-    return frame.assign(load_before=before, load_after=os.getloadavg()[0])
+    return fits
+
+
+REFERENCES = {"ratio_to_kmeans": "kmeans_sklearn_lloyd", "ratio_to_gmm": "gmm_sklearn_spherical"}
 
 
 def main() -> None:
@@ -132,7 +133,8 @@ def main() -> None:
         help="torch and OpenMP threads, each timed (default 1 2)",
     )
     parser.add_argument("--quick", action="store_true", help="n = 20000: seconds; writes nothing")
-    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--repeats", type=positive_int, default=5, help="fits per cap in a round (5)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="whole measurements (3)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "benchmarks")
     args = parser.parse_args()
     if not args.quick:
@@ -140,12 +142,20 @@ def main() -> None:
     import torch
     from threadpoolctl import threadpool_limits
 
-    frames = []
-    for threads in args.threads:
-        torch.set_num_threads(threads)
-        with threadpool_limits(threads):
-            frames.append(speed(20000 if args.quick else 100000, 74, 25, threads, args.repeats))
-            print(frames[-1].to_string(index=False), flush=True)
+    n, d, k = 20000 if args.quick else 100000, 74, 25
+    fits = method_fits(n, d, k)
+    rounds = {threads: Rounds() for threads in args.threads}
+    for round_number in range(1, args.rounds + 1):
+        for threads, timed in rounds.items():
+            torch.set_num_threads(threads)
+            with threadpool_limits(threads):
+                timed.time(fits, LOW, HIGH, args.repeats)
+            times = ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in timed.seconds[-1].items())
+            print(f"round {round_number}, {threads} thread(s): {times}", flush=True)
+    frames = [
+        timed.frame(REFERENCES).assign(n=n, d=d, k=k, threads=threads, caps=f"{LOW}-{HIGH}")
+        for threads, timed in rounds.items()
+    ]
     frame = pd.concat(frames, ignore_index=True)
     print(frame.to_string(index=False))
     if args.quick:

@@ -16,21 +16,27 @@ How the comparison is kept fair:
 - The methods are timed interleaved in one process: each repeat fits every method at both caps
   in turn, and each cap keeps its least time over the repeats, so a busy spell of the machine
   (2 cores, shared) falls on all methods alike rather than on one; ratios are taken within a
-  (threads, dtype, k) group. The machine's load average is recorded with each group.
+  (threads, dtype, k) group.
+- ``--rounds R`` repeats the whole measurement, every group in turn each round, so that one
+  group's rounds lie minutes apart and a busy spell longer than a round's repeats moves one
+  round, not the result: the CSV gives each method's median over the rounds, the least and
+  greatest round's ratio (``ratio_to_kmeans_low``, ``_high``) and the load average's range.
 - Ours and scikit-learn get the same threads (torch and OpenMP/BLAS via threadpoolctl) and the
   same data, in the same dtype.
 
 ``--authors PATH`` also times the authors' NumPy implementation (maciap/KhatriRaoClustering,
 ``KathriRaokMeans/kr_k_means_time_efficient.py`` and ``..._space_efficient.py``, a checkout at
 PATH; it is not a dependency and none of its code enters the project) on the same data and
-initial protocentroids, sum aggregator, movement threshold −1 so that it runs its cap.
+initial protocentroids, sum aggregator, movement threshold −1 so that it runs its cap; in the
+groups with k ≤ ``AUTHORS_LARGEST_K`` only (the issue's comparison is at k = 2500; their
+iteration takes about 2 s there and grows with k, so at k = 10000 it would double the run).
 
 Memory: peak resident memory of one fit (3 iterations) at k = 10000 (h1 = h2 = 100, n = 20000,
 d = 100, float64), each fit in a fresh process that resets its peak once the data is loaded
 (``clusterbench.figures.khatri_rao.fit_in_fresh_process``): the fit's own peak above the data,
 against k-means with h1 + h2 = 200 and with h1·h2 centroids.
 
-    python scripts/bench_kr.py                            # everything, ~5 minutes on 2 cores
+    python scripts/bench_kr.py                            # everything, 3 rounds: ~30 minutes
     python scripts/bench_kr.py --threads 1 --sides 50     # a part
     python scripts/bench_kr.py --threads 2 --merge --no-memory   # replace only the 2-thread rows
     python scripts/bench_kr.py --quick                    # n = 4000, k = 400: seconds; writes nothing
@@ -44,7 +50,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,12 +60,13 @@ import pandas as pd
 from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
 from clusterbench.results import atomic_write_text
 from clusterbench.scripting import output_folder, positive_int, run_script
-from clusterbench.timing import interleaved_seconds_per_iteration
+from clusterbench.timing import Rounds
 
 REPO = Path(__file__).resolve().parents[1]
 # Iteration caps of the timed fits: scikit-learn stops by itself at iteration 5 on these data.
 LOW, HIGH = 1, 4
 DTYPES = {"float32": np.float32, "float64": np.float64}
+AUTHORS_LARGEST_K = 2500
 
 
 def khatri_rao(X, h, aggregator, memory_efficient, start) -> Callable[[int], int]:
@@ -134,11 +140,8 @@ def authors(path: Path, X, start, space_efficient: bool) -> Callable[[int], int]
     return fit
 
 
-def load() -> float:
-    return os.getloadavg()[0]
-
-
-def speed(n, d, side, threads, dtype, repeats, authors_path=None) -> pd.DataFrame:
+def group_fits(n, d, side, dtype, authors_path=None) -> dict[str, Callable[[int], int]]:
+    """The timed fits of one (dtype, k = side²) group, each ``fit(iterations) -> iterations run``."""
     X = scaled_blobs(n, d, side * side).astype(DTYPES[dtype])
     rng = np.random.default_rng(0)
     protocentroids = [X[rng.choice(n, side, replace=False)] for _ in range(2)]
@@ -151,16 +154,38 @@ def speed(n, d, side, threads, dtype, repeats, authors_path=None) -> pd.DataFram
                 X, (side, side), aggregator, memory_efficient, protocentroids
             )
     fits["kr_kmeans_product_distances_only"] = product_distances(X, protocentroids)
-    if authors_path is not None:
+    if authors_path is not None and side * side <= AUTHORS_LARGEST_K:
         for space in (False, True):
             name = f"authors_numpy_sum_{'space' if space else 'time'}_efficient"
             fits[name] = authors(authors_path, X, protocentroids, space)
-    before = load()
-    seconds = interleaved_seconds_per_iteration(fits, LOW, HIGH, repeats)
-    frame = pd.DataFrame({"method": list(seconds), "seconds_per_iteration": list(seconds.values())})
-    frame["ratio_to_kmeans"] = frame["seconds_per_iteration"] / seconds["kmeans_sklearn_h1h2"]
-    frame = frame.assign(n=n, d=d, k=side * side, h1=side, h2=side, threads=threads, dtype=dtype)
-    return frame.assign(caps=f"{LOW}-{HIGH}", repeats=repeats, load_before=before, load_after=load())
+    return fits
+
+
+def speed(n, d, sides, dtypes, threads_counts, rounds, repeats, authors_path=None) -> pd.DataFrame:
+    """Every (threads, k, dtype) group timed ``rounds`` times, the groups in turn each round."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    keys = [(threads, side, dtype) for threads in threads_counts for side in sides for dtype in dtypes]
+    groups = {key: Rounds() for key in keys}
+    for round_number in range(1, rounds + 1):
+        for (threads, side, dtype), timed in groups.items():
+            torch.set_num_threads(threads)
+            with threadpool_limits(threads):
+                # Built anew each round: a group's data and fits are not held through the others'.
+                timed.time(group_fits(n, d, side, dtype, authors_path), LOW, HIGH, repeats)
+            ratios = ", ".join(
+                f"{name} {seconds / timed.seconds[-1]['kmeans_sklearn_h1h2']:.2f}x"
+                for name, seconds in timed.seconds[-1].items()
+            )
+            print(f"round {round_number}, {threads} thread(s), k = {side**2}, {dtype}: {ratios}", flush=True)
+    frames = [
+        timed.frame({"ratio_to_kmeans": "kmeans_sklearn_h1h2"}).assign(
+            n=n, d=d, k=side * side, h1=side, h2=side, threads=threads, dtype=dtype, caps=f"{LOW}-{HIGH}"
+        )
+        for (threads, side, dtype), timed in groups.items()
+    ]
+    return pd.concat(frames, ignore_index=True)
 
 
 def memory(n: int, d: int, side: int, threads: int) -> pd.DataFrame:
@@ -189,7 +214,8 @@ def main() -> None:
     )
     parser.add_argument("--sides", type=positive_int, nargs="+", default=[50, 100], help="h1 = h2 (50 100)")
     parser.add_argument("--dtypes", nargs="+", choices=list(DTYPES), default=list(DTYPES))
-    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--repeats", type=positive_int, default=3, help="fits per cap in a round (3)")
+    parser.add_argument("--rounds", type=positive_int, default=3, help="whole measurements (3)")
     parser.add_argument("--authors", type=Path, help="a checkout of maciap/KhatriRaoClustering to time too")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
     parser.add_argument("--no-speed", action="store_true", help="skip the speed measurement")
@@ -199,20 +225,12 @@ def main() -> None:
     args = parser.parse_args()
     if not args.quick:
         output_folder(parser, args.out)
-    import torch
-    from threadpoolctl import threadpool_limits
-
     n, sides, memory_side = (4000, [20], 40) if args.quick else (20000, args.sides, 100)
-    frames, written = [], []
-    for threads in [] if args.no_speed else args.threads:
-        torch.set_num_threads(threads)
-        with threadpool_limits(threads):
-            for side in sides:
-                for dtype in args.dtypes:
-                    frame = speed(n, 100, side, threads, dtype, args.repeats, args.authors)
-                    print(frame.to_string(index=False), flush=True)
-                    frames.append(frame)
-    fast = pd.concat(frames, ignore_index=True) if frames else None
+    written = []
+    fast = None
+    if not args.no_speed:
+        fast = speed(n, 100, sides, args.dtypes, args.threads, args.rounds, args.repeats, args.authors)
+        print(fast.to_string(index=False), flush=True)
     if fast is not None and args.merge and (args.out / "kr_speed_cpu.csv").exists():
         kept = pd.read_csv(args.out / "kr_speed_cpu.csv")
         group = ["threads", "dtype", "k"]
