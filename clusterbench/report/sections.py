@@ -24,7 +24,7 @@ from clusterbench.report.judging import (
     is_number,
     tolerance_text,
 )
-from clusterbench.tables import per_metric, render, table_spec
+from clusterbench.tables import per_metric, render, sides, table_spec
 
 DOCS = CONF_DIR.parent / "docs"
 
@@ -126,7 +126,7 @@ def table_section(page: Page, folder: Path, name: str) -> tuple[str, Tally]:
     keys = list(cells.groupby(["dataset", "metric"], sort=False).groups)  # render's row order
     by_key = cells.set_index(["dataset", "metric", "column"])
     for index, row in enumerate(texts):
-        if spec.get("paper"):
+        if "paper" in sides(spec):
             pairs = list(zip(row[labels::2], row[labels + 1 :: 2], strict=True))  # (ours, paper) per column
         else:  # a table of the user's without paper values renders ours alone
             pairs = [(ours, "—") for ours in row[labels:]]
@@ -169,10 +169,10 @@ def table_head(spec) -> str:
     methods = "".join(
         f'<th colspan="3" class="method">{esc(column.label)}</th>' for column in spec.columns.values()
     )
-    sides = '<th class="side">ours</th><th class="side">paper</th><th class="side">Δ</th>' * len(spec.columns)
+    heads = '<th class="side">ours</th><th class="side">paper</th><th class="side">Δ</th>' * len(spec.columns)
     return (
         f'<div class="scroll"><table class="cells">\n<thead><tr><th rowspan="2">Dataset</th>{metric}{methods}'
-        f"</tr>\n<tr>{sides}</tr></thead>\n<tbody>\n"
+        f"</tr>\n<tr>{heads}</tr></thead>\n<tbody>\n"
     )
 
 

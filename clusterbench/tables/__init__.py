@@ -71,6 +71,7 @@ from clusterbench.tables.render import (
     is_partial,
     relative_gain,
     render,
+    sides,
     win_loss,
 )
 from clusterbench.tables.spec import _check_against_records, per_metric, table_spec
@@ -92,6 +93,7 @@ __all__ = [
     "relative_gain",
     "render",
     "select",
+    "sides",
     "table_spec",
     "win_loss",
     "write_table",

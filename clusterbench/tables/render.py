@@ -114,6 +114,12 @@ def _format(
     return text
 
 
+def sides(spec) -> tuple[str, ...]:
+    """The values each column prints: ours beside the paper's, or ours alone in a table of the
+    user's that gives no paper values."""
+    return ("ours", "paper") if spec.get("paper") else ("ours",)
+
+
 def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
     """The display frame: a row per dataset (x metric), 'ours' beside 'paper' for every column
     (only ours, labelled plainly, in a table of the user's that gives no paper values).
@@ -122,7 +128,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
     bold marks the best mean.
     """
     multi_metric = len(spec.metrics) > 1
-    sides = ("ours", "paper") if spec.get("paper") else ("ours",)
+    shown = sides(spec)
     lines = []
     for (dataset, metric), group in cells.groupby(["dataset", "metric"], sort=False):
         cell = group.set_index("column")
@@ -130,7 +136,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         line = {"Dataset": spec.rows[dataset]} | (
             {"Metric": metric_label(spec, metric)} if multi_metric else {}
         )
-        for side in sides:
+        for side in shown:
             values = cell[side]
             best = as_printed(_best(values, per_metric(spec, "better", metric, "max")), digits)
             for column in spec.columns:
@@ -158,18 +164,18 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
         label = f"{spec.columns[reference_column].label} W/L"
         line = {"Dataset": label + (f" ({metric_label(spec, metric)})" if multi_metric else "")}
         line |= {"Metric": ""} if multi_metric else {}
-        for side in sides:
+        for side in shown:
             line |= {(column, side): results[side].get(column, "—") for column in spec.columns}
         lines.append(line)
     frame = pd.DataFrame(lines)
     # Interleave so that each of our columns stands beside the paper's.
     ordered = [key for key in frame.columns if not isinstance(key, tuple)]
-    ordered += [(column, side) for column in spec.columns for side in sides]
+    ordered += [(column, side) for column in spec.columns for side in shown]
     frame = frame[ordered]
     frame.columns = [
         key
         if not isinstance(key, tuple)
-        else spec.columns[key[0]].label + (f" ({key[1]})" if len(sides) > 1 else "")
+        else spec.columns[key[0]].label + (f" ({key[1]})" if len(shown) > 1 else "")
         for key in ordered
     ]
     return frame
