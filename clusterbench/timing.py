@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
+from time import perf_counter
 
 import numpy as np
 import pandas as pd
@@ -24,9 +24,9 @@ def interleaved_seconds_per_iteration(
     for _ in range(repeats):
         for name, fit in fits.items():
             for cap in (low, high):
-                start = time.perf_counter()
+                start = perf_counter()
                 ran = fit(cap)
-                best[name, cap] = min(best[name, cap], time.perf_counter() - start)
+                best[name, cap] = min(best[name, cap], perf_counter() - start)
                 if ran != cap:
                     raise RuntimeError(f"{name} stopped after {ran} of {cap} iterations: choose lower caps")
     # A difference at or below 0 is the machine's noise, not a time: NaN, never a ratio.
@@ -59,8 +59,9 @@ class Rounds:
         """Per method (rows in the fits' order): the median over the rounds of the seconds per
         iteration, and per ``references`` column (name → reference method) the median, least and
         greatest of the rounds' ratios to the reference's time in the same round (``<column>``,
-        ``<column>_low``, ``<column>_high``), NaN rounds left out; ``rounds``, ``repeats`` (of the
-        last round) and the load average's least and greatest reading (``load_low``, ``load_high``)."""
+        ``<column>_low``, ``<column>_high``), NaN rounds left out; ``rounds``, those with a time for
+        the method; ``repeats`` (of the last round) and the load average's least and greatest
+        reading (``load_low``, ``load_high``)."""
         seconds = pd.DataFrame(self.seconds)  # a row per round, a column per method
         median = seconds.median().to_numpy()
         frame = pd.DataFrame({"method": seconds.columns, "seconds_per_iteration": median})
@@ -69,5 +70,5 @@ class Rounds:
             frame[column] = ratios.median().to_numpy()
             frame[f"{column}_low"] = ratios.min().to_numpy()
             frame[f"{column}_high"] = ratios.max().to_numpy()
-        frame = frame.assign(rounds=len(self.seconds), repeats=self.repeats)
+        frame = frame.assign(rounds=seconds.notna().sum().to_numpy(), repeats=self.repeats)
         return frame.assign(load_low=min(self.loads), load_high=max(self.loads))

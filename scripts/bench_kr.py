@@ -36,7 +36,7 @@ d = 100, float64), each fit in a fresh process that resets its peak once the dat
 (``clusterbench.figures.khatri_rao.fit_in_fresh_process``): the fit's own peak above the data,
 against k-means with h1 + h2 = 200 and with h1·h2 centroids.
 
-    python scripts/bench_kr.py                            # everything, 3 rounds: ~30 minutes
+    python scripts/bench_kr.py                            # everything, 3 rounds: ~15 minutes
     python scripts/bench_kr.py --threads 1 --sides 50     # a part
     python scripts/bench_kr.py --threads 2 --merge --no-memory   # replace only the 2-thread rows
     python scripts/bench_kr.py --quick                    # n = 4000, k = 400: seconds; writes nothing
@@ -125,7 +125,8 @@ def product_distances(X, start) -> Callable[[int], int]:
 
 def authors(path: Path, X, start, space_efficient: bool) -> Callable[[int], int]:
     """The authors' KrKMeans (sum) from a checkout at ``path``, its output silenced."""
-    sys.path.insert(0, str(path))
+    if str(path) not in sys.path:  # the fits are built anew each round
+        sys.path.insert(0, str(path))
     if space_efficient:
         from KathriRaokMeans.kr_k_means_space_efficient import KrKMeans
     else:

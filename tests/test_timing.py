@@ -1,75 +1,102 @@
-"""The benchmark scripts' per-iteration timing (``clusterbench.timing``)."""
+"""The benchmark scripts' per-iteration timing (``clusterbench.timing``), on a fake clock that
+the fits advance, so every time is exact."""
 
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
+from clusterbench import timing
 from clusterbench.timing import Rounds, interleaved_seconds_per_iteration
 
 
-def sleeping_fit(per_iteration: float, set_up: float = 0.05, stops_at: int | None = None):
+class Clock:
+    """``perf_counter`` for the timing module: it moves only when a fit says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(timing, "perf_counter", fake)
+    return fake
+
+
+def timed_fit(clock: Clock, per_iteration: float, set_up: float = 0.5, stops_at=None, busy=()):
+    """A fit that takes ``set_up`` + ``per_iteration`` a run iteration; its calls numbered in
+    ``busy`` take 10 s more (the machine busy then)."""
+    calls = []
+
     def fit(iterations: int) -> int:
         ran = iterations if stops_at is None else min(iterations, stops_at)
-        time.sleep(set_up + per_iteration * ran)
+        calls.append(iterations)
+        clock.now += set_up + per_iteration * ran + (10.0 if len(calls) in busy else 0.0)
         return ran
 
     return fit
 
 
-def test_interleaved_timing_cancels_set_up_and_divides_by_the_caps_difference():
-    seconds = interleaved_seconds_per_iteration(
-        {"fast": sleeping_fit(0.01), "slow": sleeping_fit(0.03)}, low=2, high=6, repeats=2
-    )
+def test_interleaved_timing_keeps_each_caps_least_time_and_divides_by_the_caps_difference(clock):
+    # Call 1 is the warm-up; calls 2 and 3 are the first repeat's caps, both busy for "fast",
+    # and call 5 (the second repeat's high cap) is busy for "slow": the least times ignore both.
+    fits = {
+        "fast": timed_fit(clock, 0.01, busy=(2, 3)),
+        "slow": timed_fit(clock, 0.03, busy=(5,)),
+    }
+    seconds = interleaved_seconds_per_iteration(fits, low=2, high=6, repeats=2)
     assert list(seconds) == ["fast", "slow"]
-    assert seconds["fast"] == pytest.approx(0.01, abs=0.004)
-    assert seconds["slow"] == pytest.approx(0.03, abs=0.004)
+    assert seconds["fast"] == pytest.approx(0.01)  # the 0.5 s of set-up cancels
+    assert seconds["slow"] == pytest.approx(0.03)
 
 
-def test_a_fit_that_stops_before_its_cap_fails_the_timing():
+def test_a_fit_that_stops_before_its_cap_fails_the_timing(clock):
+    fits = {"steady": timed_fit(clock, 0.01), "early": timed_fit(clock, 0.01, stops_at=4)}
     with pytest.raises(RuntimeError, match="early stopped after 4 of 6 iterations"):
-        interleaved_seconds_per_iteration(
-            {"steady": sleeping_fit(0.001, 0.0), "early": sleeping_fit(0.001, 0.0, stops_at=4)},
-            low=2,
-            high=6,
-            repeats=1,
-        )
+        interleaved_seconds_per_iteration(fits, low=2, high=6, repeats=1)
 
 
-def test_a_time_that_does_not_grow_with_the_cap_is_nan_not_a_ratio():
-    seconds = interleaved_seconds_per_iteration({"flat": sleeping_fit(0.0, 0.01)}, low=1, high=3, repeats=1)
-    # Two sleeps of the same length differ by the scheduler's noise, either way: NaN or tiny.
-    assert math.isnan(seconds["flat"]) or seconds["flat"] < 0.002
+def test_a_time_that_does_not_grow_with_the_cap_is_nan_not_a_ratio(clock):
+    fits = {"flat": timed_fit(clock, 0.0), "shrinking": timed_fit(clock, -0.01)}
+    fits["growing"] = timed_fit(clock, 0.01)
+    seconds = interleaved_seconds_per_iteration(fits, low=1, high=3, repeats=1)
+    assert math.isnan(seconds["flat"]) and math.isnan(seconds["shrinking"])
+    assert seconds["growing"] == pytest.approx(0.01)
 
 
 def test_rounds_take_each_ratio_within_its_round_then_the_median_and_range():
     timed = Rounds()
-    # The reference's time doubles in round 2 (a busy spell), ours with it: the ratio holds.
+    # The reference's time doubles in round 2 (a busy spell), ours with it: that round's ratio is 1.
     timed.seconds = [
         {"reference": 1.0, "ours": 2.0},
         {"reference": 2.0, "ours": 2.0},
-        {"reference": 1.0, "ours": 1.5},
+        {"reference": 1.0, "ours": 1.2},
         {"reference": 1.0, "ours": math.nan},  # a difference lost to noise: left out
+        {"reference": math.nan, "ours": 5.0},  # no reference: no ratio, but ours has a time
     ]
     timed.loads, timed.repeats = [0.5, 1.5, 2.5, 0.7], 3
     frame = timed.frame({"ratio": "reference"}).set_index("method")
-    assert frame.loc["ours", "ratio"] == pytest.approx(1.5)  # the median of 2.0, 1.0 and 1.5
+    # The median of the ratios 2.0, 1.0 and 1.2 (their mean is 1.4; the ratio of the median
+    # times, 2.0 / 1.0, mixes rounds).
+    assert frame.loc["ours", "ratio"] == pytest.approx(1.2)
     assert (frame.loc["ours", "ratio_low"], frame.loc["ours", "ratio_high"]) == (1.0, 2.0)
-    assert frame.loc["ours", "seconds_per_iteration"] == pytest.approx(2.0)  # median seconds
+    assert frame.loc["ours", "seconds_per_iteration"] == pytest.approx(2.0)  # of 2, 2, 1.2, 5
     assert frame.loc["reference", "ratio"] == 1.0
-    # A ratio of the rounds' medians would mix rounds: 2.0 / 1.0, not 1.5.
-    assert frame.loc["ours", "ratio"] != frame.loc["ours", "seconds_per_iteration"] / 1.0
     assert frame.loc["ours", ["rounds", "repeats", "load_low", "load_high"]].tolist() == [4, 3, 0.5, 2.5]
+    assert frame.loc["reference", "rounds"] == 4
 
 
-def test_rounds_time_every_method_once_per_round_and_read_the_load_around_it():
+def test_rounds_time_every_method_once_per_round_and_read_the_load_around_it(clock):
     timed = Rounds()
-    fits = {"a": sleeping_fit(0.002, 0.0), "b": sleeping_fit(0.004, 0.0)}
+    fits = {"a": timed_fit(clock, 0.002), "b": timed_fit(clock, 0.004)}
     for _ in range(2):
         timed.time(fits, low=1, high=3, repeats=1)
     assert len(timed.seconds) == 2 and len(timed.loads) == 4 and timed.repeats == 1
-    assert all(set(round_seconds) == {"a", "b"} for round_seconds in timed.seconds)
     frame = timed.frame({"ratio_to_a": "a"}).set_index("method")
-    assert frame.loc["b", "ratio_to_a"] == pytest.approx(2.0, rel=0.5)
+    assert frame.loc["b", "ratio_to_a"] == pytest.approx(2.0)
+    assert frame["rounds"].tolist() == [2, 2]
