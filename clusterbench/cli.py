@@ -185,8 +185,9 @@ def command_list(words: list[str]) -> int:
         k = "?" if spec.get("n_clusters") is None else spec.n_clusters
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
-        if target == "npz_file":
-            read_from, origin = "dataset.path", "a file of yours"
+        if target == "npz_file":  # read where it lies: dataset=embeddings's path is set per run
+            path = source.get("path")
+            read_from, origin = ("its path", str(path)) if path else ("dataset.path", "a file of yours")
         elif reads_cache(source):
             origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
             held = find_npz(source.name)
@@ -282,7 +283,7 @@ def command_records(words: list[str]) -> int:
 
 def command_summary(words: list[str]) -> int:
     from clusterbench.results import atomic_write_text
-    from clusterbench.summary import format_summary, load_summary
+    from clusterbench.summary import format_summary, load_summary, profiles_holding
 
     parser = argparse.ArgumentParser(prog="clusterbench summary")
     parser.add_argument("experiments", nargs="*", default=["adhoc"], help="experiments (default: adhoc)")
@@ -303,6 +304,14 @@ def command_summary(words: list[str]) -> int:
         check_output_file(args.csv, "--csv", "summary.csv")
     summary = load_summary(args.results_dir, args.profile, args.experiments, metrics, args.by_params)
     print(format_summary(summary))
+    # Records of a smoke run beside the paper's would otherwise go unmentioned (the default profile).
+    others = [
+        other for other in profiles_holding(args.results_dir, args.experiments) if other != args.profile
+    ]
+    if others:
+        held = "hold" if len(others) > 1 else "holds"
+        print(f"\n(profile {' and '.join(others)} {held} records of these experiments too: ", end="")
+        print(f"--profile {others[0]})")
     if args.csv is not None:
         atomic_write_text(args.csv, summary.to_csv(index=False))
         print(f"\nwrote {args.csv}")

@@ -22,6 +22,7 @@ from clusterbench.catalog import (
     GROUPS,
     check_file_keys,
     check_in_cache,
+    check_method_distinct,
     check_option,
     check_source,
     compose_config,
@@ -323,6 +324,9 @@ def check_overrides(words: list[str]) -> Path | None:
                     check_experiment_keys(name, words)
                 elif group in FILE_KEYS:
                     check_file_keys(group, load_option(group, name), option_label(group, name))
+
+        if group == "method":
+            check_method_distinct(values)
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if sweeper_keys and len(experiments) != 1:
         # Without an experiment's sweep to reset, composing the config ends in a traceback.
@@ -351,9 +355,7 @@ def check_overrides(words: list[str]) -> Path | None:
         ]
         datasets = [name for value in swept if value for name in _parse_options("dataset", value) or []]
     if datasets is not None or not given:
-        check_in_cache(
-            list(dict.fromkeys(datasets or [cfg.dataset.name])), "sweep without them (dataset=...)"
-        )
+        check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])), sweep=multirun)
     results_dir = _results_dir(cfg)
     if results_dir is not None:
         from clusterbench.results import check_writable

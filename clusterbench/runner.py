@@ -100,10 +100,16 @@ def build_estimator(
     try:
         estimator_class = locate(target)
     except ImportError as exc:  # a typo, or a package not installed
-        raise UserError(
-            f"method '{method.name}': cannot import {target} ({first_line(exc)}); "
-            "check the name, and that its package is installed or on PYTHONPATH"
-        ) from None
+        top = target.split(".")[0]
+        # The console script does not search the folder it runs from, where a user's module may lie.
+        here = next((path for path in (Path(f"{top}.py"), Path(top, "__init__.py")) if path.is_file()), None)
+        fix = (
+            f"{here} lies in this folder, which is not searched: run with PYTHONPATH=$PWD"
+            if here is not None
+            else "check the name, and that its package is installed or on PYTHONPATH"
+        )
+        cause = first_line(exc)
+        raise UserError(f"method '{method.name}': cannot import {target} ({cause}); {fix}") from None
     if not isinstance(estimator_class, type):
         raise UserError(f"method '{method.name}': {target} is not a class; name an estimator class")
     parameters = inspect.signature(estimator_class.__init__).parameters

@@ -157,7 +157,7 @@ def load_summary(
     if records.empty:
         folder = records_folder(results_dir, profile)
         where = "" if Path(results_dir) == Path("results") else f" results_dir={results_dir}"
-        others = _profiles_holding(Path(results_dir), experiments)
+        others = profiles_holding(Path(results_dir), experiments)
         if others:  # the likeliest slip: records of a run with profile=smoke, read as paper's
             raise UserError(
                 f"no records of {', '.join(experiments)} under {folder}; "
@@ -180,7 +180,7 @@ def load_summary(
     return summarize(records, metrics, by_params)
 
 
-def _profiles_holding(results_dir: Path, experiments: list[str]) -> list[str]:
+def profiles_holding(results_dir: Path, experiments: list[str]) -> list[str]:
     """The profiles under ``results_dir`` with a record of one of ``experiments``."""
     runs = records_folder(results_dir)
     profiles = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []

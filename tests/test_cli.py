@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from clusterbench.catalog import CONF_DIR, CONFIG_DIR_ENV, options
+from clusterbench.catalog import CONF_DIR, CONFIG_DIR_ENV, check_method_distinct, options
 from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.results import check_writable, load_records
 from tests.helpers import DATA_FOLDER, REPO, cli, record_files, require_cached, run_cli
@@ -239,7 +239,11 @@ def test_a_sweep_names_every_missing_dataset_before_any_job_runs(tmp_path):
         f"results_dir={tmp_path}",
         data_folder=empty,
     )
-    line = assert_one_line_error(result, "yale, mice_protein_clam, usps_2007", "data import")
+    line = assert_one_line_error(
+        result,
+        "yale (yale.npz), mice_protein_clam (mice_protein_clam.npz), usps_2007 (usps_2007.npz); put them",
+        "data import",
+    )
     assert "zoo" not in line.split("source: ")[1].split(";")[0]  # zoo has an OpenML source: fetched
     assert not (tmp_path / "runs").exists()
 
@@ -333,7 +337,7 @@ def test_data_import_checks_every_file_before_copying_any(tmp_path):
     [
         (
             ["experiment=clam_baselines", 'hydra.sweeper.params.dataset="glob(yal*)"'],
-            ["no OpenML source: yale;"],
+            ["no OpenML source: yale (yale.npz); put it in a folder"],
         ),
         (
             ["experiment=clam_table10,clam_baselines", 'hydra.sweeper.params.dataset="iris"'],
@@ -357,7 +361,7 @@ def test_a_glob_that_matches_missing_datasets_is_refused_before_any_job(tmp_path
     result = cli(
         "run", "-m", "dataset=glob(y*)", "profile=smoke", f"results_dir={tmp_path}", data_folder=empty
     )
-    assert_one_line_error(result, "no OpenML source: yale;")
+    assert_one_line_error(result, "no OpenML source: yale (yale.npz); put it in a folder")
 
 
 def test_a_results_dir_behind_a_broken_link_is_refused(tmp_path):
@@ -484,6 +488,24 @@ def test_an_estimator_that_cannot_be_imported_exits_2_naming_it(tmp_path):
     assert result.stdout == ""  # no log lines either
 
 
+def test_a_users_module_beside_them_is_named_with_the_pythonpath_fix(tmp_path):
+    # The console script does not search the folder it runs from (docs/extending.md).
+    (tmp_path / "mymod.py").write_text("from sklearn.cluster import Birch as MyBirch  # noqa: F401\n")
+    result = run_cli(
+        "run",
+        "dataset=iris",
+        "profile=smoke",
+        "method.estimator._target_=mymod.MyBirch",
+        f"results_dir={tmp_path / 'r'}",
+        cwd=tmp_path,
+    )
+    assert_one_line_error(
+        result,
+        "method 'kmeans': cannot import mymod.MyBirch",
+        "mymod.py lies in this folder, which is not searched: run with PYTHONPATH=$PWD",
+    )
+
+
 @pytest.fixture
 def config_folder(tmp_path, monkeypatch):
     """A user's folder of configs of their own (``$CLUSTERBENCH_CONFIG_DIR``): a one-file method
@@ -533,12 +555,40 @@ def test_configs_of_ones_own_run_sweep_and_make_a_table_without_a_file_in_the_ch
     assert '<td class="ours" data-cell="iris/nmi/birch"><strong>0.733 ± 0.000</strong>' in page.read_text()
     listed = cli("list").stdout
     assert "my_birch" in listed and "my_zoo" in listed and "my_table" in listed
+    (my_zoo,) = [line for line in listed.splitlines() if line.split()[:1] == ["my_zoo"]]
+    assert my_zoo.split()[-3:] == ["its", "path", str(require_cached("zoo") / "zoo.npz")]
+    (embeddings,) = [line for line in listed.splitlines() if line.split()[:1] == ["embeddings"]]
+    assert "dataset.path" in embeddings and embeddings.endswith("a file of yours")
     # one job, without -m; and a glob selects the folder's options too (Hydra's own matches conf/ alone)
     result = cli("run", "method=my_birch", "dataset=my_zoo", f"results_dir={tmp_path / 'one'}")
     assert result.returncode == 0 and "my_zoo  my_birch  seed=0 | SC" in result.stdout, result.stderr
     result = cli("run", "-m", "method=glob(my_*)", "dataset=glob(*zoo)", f"results_dir={tmp_path / 'glob'}")
     assert result.returncode == 0, result.stderr
     assert set(load_records(tmp_path / "glob", "paper")["dataset"]) == {"zoo", "my_zoo"}
+
+
+def test_a_method_copied_without_a_name_of_its_own_is_refused_before_its_records_mix(tmp_path, monkeypatch):
+    # docs/extending.md's first step: cp conf/method/kmeans.yaml …, then edit name; left unedited,
+    # its runs would be recorded, summarised and tabled as k-means.
+    (tmp_path / "method").mkdir()
+    copied = (
+        (CONF_DIR / "method" / "kmeans.yaml")
+        .read_text()
+        .replace("sklearn.cluster.KMeans", "sklearn.cluster.Birch")
+    )
+    (tmp_path / "method" / "mymethod.yaml").write_text(copied)
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
+    result = cli("run", "-m", "method=kmeans,mymethod", "dataset=zoo", f"results_dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    own = tmp_path / "method" / "mymethod.yaml"
+    assert result.stderr.strip() == (
+        "clusterbench: error: method 'mymethod' records as name=kmeans, variant=default, as "
+        f"conf/method/kmeans.yaml does, so their results would mix; give {own} a name of its own "
+        "(name: mymethod)"
+    )
+    assert not (tmp_path / "r").exists()  # refused before any job
+    monkeypatch.delenv(CONFIG_DIR_ENV)  # the shipped methods' variants are all told apart
+    check_method_distinct(options("method"))
 
 
 def test_a_config_folder_that_is_missing_or_shadows_conf_exits_2_naming_it(

@@ -658,6 +658,20 @@ def test_a_missing_or_malformed_embeddings_file_is_one_user_error_naming_the_fix
     assert expected in message and "dataset.path=FILE.npz" in message
 
 
+def test_a_dataset_config_of_ones_own_names_itself_and_its_source_path_when_the_file_is_missing(tmp_path):
+    # docs/extending.md's recipe: the path lies in the config's source, so that is the key to fix
+    # (dataset.path is embeddings' own key, and would be refused here).
+    missing = tmp_path / "nope.npz"
+    config = {"name": "myblobs", "n_clusters": 4, "preprocess": "none"}
+    config["source"] = {"_target_": USER_FILE_SOURCE, "path": str(missing)}
+    with pytest.raises(UserError) as error:
+        load_dataset(config)
+    assert str(error.value) == (
+        f"dataset 'myblobs': dataset.source.path {missing} is no file; "
+        "give dataset.source.path=FILE.npz, a file with arrays X (n, d) and y (n,)"
+    )
+
+
 def test_an_embeddings_file_named_bare_points_to_the_data_folder_that_holds_it(tmp_path, monkeypatch):
     monkeypatch.setenv(DATA_ENV, str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir()

@@ -165,7 +165,14 @@ def test_check_in_cache_accepts_a_bundled_import_only_dataset_and_names_the_fold
         UserError, match=r"not in the data cache or the bundled copies \(.*bundled\)"
     ) as error:
         check_in_cache(["ctg", "yale"])
-    assert "and with no OpenML source: yale; " in str(error.value)
+    message = str(error.value)
+    assert "and with no OpenML source: yale (yale.npz); put it in a folder" in message
+    assert message.endswith("or choose another dataset (dataset=NAME)")  # a single run's fix
+    with pytest.raises(UserError) as error:
+        check_in_cache(["yale", "ctg", "kdd_protein"], sweep=True)
+    message = str(error.value)
+    assert "source: yale (yale.npz), kdd_protein (kdd_protein.npz); put them in a folder" in message
+    assert message.endswith("or sweep without them (dataset=...)")
 
 
 def test_a_missing_import_only_file_names_the_folders_searched(home):

@@ -4,6 +4,7 @@ scikit-learn's bundled iris, one random restart, so that seeds differ)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -191,6 +192,16 @@ def test_the_cli_prints_the_table_and_writes_the_csv(results, tmp_path):
     assert written[["runs", "ok", "failed"]].to_numpy().tolist() == [[3, 3, 0], [3, 2, 1]]
     assert written["nmi_mean"].to_numpy() == pytest.approx(expected["nmi_mean"].to_numpy(), rel=1e-12)
     assert format_summary(expected) in result.stdout
+
+
+def test_the_cli_names_the_other_profiles_holding_records_of_the_experiments(results):
+    result = cli("summary", "adhoc", "--profile", "smoke", "--results-dir", str(results))
+    assert result.returncode == 0 and "--profile" not in result.stdout  # smoke alone holds them
+    shutil.copytree(results / "runs" / "smoke", results / "runs" / "paper")  # a paper run beside it
+    result = cli("summary", "adhoc", "--profile", "smoke", "--results-dir", str(results))
+    assert result.stdout.rstrip().endswith(
+        "(profile paper holds records of these experiments too: --profile paper)"
+    )
 
 
 def test_the_cli_with_no_records_exits_2_in_one_line(tmp_path):

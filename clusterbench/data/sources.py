@@ -142,8 +142,10 @@ def call_source(source, dataset: str | None = None) -> RawData:
     target = arguments.pop("_target_")
     try:
         return get_method(target)(**arguments)
-    except UserError:
-        raise
+    except UserError as exc:
+        if dataset is None or f"'{dataset}'" in str(exc):
+            raise
+        raise UserError(f"dataset '{dataset}': {exc}") from None  # which dataset, in a sweep
     except Exception as exc:
         raise UserError(
             f"dataset '{dataset}': its source {target} failed ({type(exc).__name__}: {first_line(exc)}); "
@@ -247,18 +249,20 @@ def fetch_openml(
     return RawData(X=X, y=y.astype(np.int64), n_train=n_train)
 
 
-def npz_file(path: str | None) -> RawData:
+def npz_file(path: str | None, path_key: str = "dataset.source.path") -> RawData:
     """A user's own ``.npz`` (X (n, d), y (n,)) read where it lies, e.g. a representation model's
-    embeddings of a dataset (``dataset=embeddings dataset.path=FILE.npz``); nothing is copied."""
-    fix = "give dataset.path=FILE.npz, a file with arrays X (n, d) and y (n,)"
+    embeddings of a dataset (``dataset=embeddings dataset.path=FILE.npz``); nothing is copied.
+    ``path_key``: the override that sets ``path``, as the messages name it (a dataset config of
+    the user's gives ``source.path``; ``embeddings`` passes its own ``path`` down)."""
+    fix = f"give {path_key}=FILE.npz, a file with arrays X (n, d) and y (n,)"
     if path is None or not str(path).strip():
-        raise UserError(f"dataset.path is not set; {fix}")
+        raise UserError(f"{path_key} is not set; {fix}")
     file = Path(str(path)).expanduser()
     if not file.is_file():
         held = find_npz(file.stem) if file.parent == Path(".") and file.suffix == ".npz" else None
         if held is not None:  # a bare name, as `data import` copied it: the path is the folder's
-            fix = f"a data folder holds {held[1]}: give dataset.path={held[1]}"
-        raise UserError(f"dataset.path {file} is no file; {fix}")
+            fix = f"a data folder holds {held[1]}: give {path_key}={held[1]}"
+        raise UserError(f"{path_key} {file} is no file; {fix}")
     return read_npz(file, fix)
 
 
