@@ -198,7 +198,8 @@ def check_in_cache(datasets: list[str], sweep: bool = False) -> None:
     """Fail before any work, naming every dataset a command would need that no data folder holds
     (``clusterbench data where``: ``$CLUSTERBENCH_DATA``, the user cache, the bundled copies) and
     that cannot be downloaded (no OpenML id), with the file each reads, instead of stopping at the
-    first; the last fix offered is to sweep without them (``sweep``) or to choose another."""
+    first; the last fix offered is to sweep without them (``sweep``, when others remain) or to
+    choose another."""
     from clusterbench.data.sources import find_npz, import_only, searched_folders
 
     missing = []
@@ -208,7 +209,12 @@ def check_in_cache(datasets: list[str], sweep: bool = False) -> None:
             missing.append(f"{name} ({source.name}.npz)")
     if missing:
         them = "it" if len(missing) == 1 else "them"
-        instead = f"sweep without {them} (dataset=...)" if sweep else "choose another dataset (dataset=NAME)"
+        others_remain = sweep and len(missing) < len(datasets)
+        instead = (
+            f"sweep without {them} (dataset=...)"
+            if others_remain
+            else "choose another dataset (dataset=NAME)"
+        )
         raise UserError(
             f"not in the data cache or the bundled copies ({searched_folders()}) and with no OpenML "
             f"source: {', '.join(missing)}; put {them} in a folder and run `clusterbench data import "
@@ -229,42 +235,69 @@ def dataset_names() -> list[str]:
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_UNSET = object()  # a key the file does not give
 
 
 def _method_name(option: str) -> str:
     return _method_identity(option, {})[0]
 
 
-def _method_identity(option: str, known: dict[str, tuple[str, object]]) -> tuple[str, object]:
+def _method_identity(
+    option: str, known: dict[str, tuple[str, object]], visiting: tuple[str, ...] = ()
+) -> tuple[str, object]:
     """(name, variant) that a method file's records carry: its own, else those of the method it
-    extends (its ``defaults``), else the file's name and no variant; ``known`` memoises them."""
-    if option not in known:
+    extends (its ``defaults``), else the file's name and variant ``default`` (as the runner fills
+    it in); ``known`` memoises them. A file that is not a mapping, or extends itself, is named."""
+    if option in known:
+        return known[option]
+    where = option_label("method", option)
+    if option in visiting:
+        raise UserError(
+            f"{where}: its defaults extend it again ({' -> '.join([*visiting, option])}); remove the loop"
+        )
+    try:
         # The three keys alone, by libyaml: OmegaConf's reader takes 15x as long, and a check of
-        # every method file runs before each command (7 ms a file against 0.5 ms).
-        spec = yaml.load(option_file("method", option).read_text(), Loader=_YAML_LOADER) or {}
-        parents = [entry for entry in spec.get("defaults") or [] if entry in options("method")]
-        inherited = _method_identity(parents[0], known) if parents else (option, None)
-        known[option] = (spec.get("name") or inherited[0], spec.get("variant", inherited[1]))
+        # the method files runs before each command (7 ms a file against 0.5 ms).
+        spec = yaml.load(option_file("method", option).read_text(), Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{where} is not valid YAML ({first_line(exc)}); fix it or move it away") from None
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict):
+        raise UserError(
+            f"{where} holds a {type(spec).__name__}, not a mapping of keys; fix it or move it away"
+        )
+    name, variant = spec.get("name"), spec.get("variant", _UNSET)
+    if not name or variant is _UNSET:
+        parents = [
+            entry
+            for entry in spec.get("defaults") or []
+            if isinstance(entry, str) and entry in options("method")
+        ]
+        inherited = (
+            _method_identity(parents[0], known, (*visiting, option)) if parents else (option, "default")
+        )
+        name, variant = name or inherited[0], inherited[1] if variant is _UNSET else variant
+    known[option] = (name, variant)
     return known[option]
 
 
-def check_method_distinct(options_chosen: list[str]) -> None:
+def check_method_distinct(chosen: list[str]) -> None:
     """Refuse a chosen method file whose records would carry another file's name and variant (a
-    copy of ``kmeans.yaml`` whose ``name`` was left): summaries and tables would mix the two."""
+    copy of ``kmeans.yaml`` whose ``name`` was left): summaries and tables would mix the two. The
+    file copied from, chosen alone, runs: the copy is the one to rename."""
     known: dict[str, tuple[str, object]] = {}
-    identities = {other: _method_identity(other, known) for other in options("method")}
-    for option in options_chosen:
+    identities = {option: _method_identity(option, known) for option in options("method")}
+    for option in chosen:
         name, variant = identities[option]
-        twins = [other for other, identity in identities.items() if identity == (name, variant)]
-        if len(twins) > 1:
-            # The copy is the file that carries another file's name (mymethod.yaml saying kmeans).
-            copies = [twin for twin in twins if twin != name]
-            copy = option if option in copies or not copies else copies[0]
-            source = next(twin for twin in twins if twin != copy)
+        twins = [
+            other for other, identity in identities.items() if other != option and identity == (name, variant)
+        ]
+        if twins and option != name:
+            source = next((twin for twin in twins if twin == name), twins[0])
             raise UserError(
-                f"method '{copy}' records as name={name}, variant={variant}, as "
+                f"method '{option}' records as name={name}, variant={variant}, as "
                 f"{option_label('method', source)} does, so their results would mix; give "
-                f"{option_label('method', copy)} a name of its own (name: {copy})"
+                f"{option_label('method', option)} a name of its own (name: {option})"
             )
 
 
@@ -317,4 +350,6 @@ def locate(target: str):
         if isinstance(cause, ModuleNotFoundError) and cause.name == str(target) and "." in str(target):
             module, _, name = str(target).rpartition(".")
             raise ImportError(f"module '{module}' has no attribute '{name}'") from None
-        raise ImportError(f"{type(cause).__name__}: {first_line(cause)}") from None
+        # ``name``: the module not found, as Python's ModuleNotFoundError gives it (else None)
+        missing = cause.name if isinstance(cause, ModuleNotFoundError) else None
+        raise ImportError(f"{type(cause).__name__}: {first_line(cause)}", name=missing) from None

@@ -186,8 +186,9 @@ def command_list(words: list[str]) -> int:
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
         if target == "npz_file":  # read where it lies: dataset=embeddings's path is set per run
-            path = source.get("path")
-            read_from, origin = ("its path", str(path)) if path else ("dataset.path", "a file of yours")
+            path = OmegaConf.to_container(source, resolve=False).get("path")  # ${..path}: set per run
+            fixed = isinstance(path, str) and "${" not in path
+            read_from, origin = ("its path", path) if fixed else ("dataset.path", "a file of yours")
         elif reads_cache(source):
             origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
             held = find_npz(source.name)
@@ -310,8 +311,9 @@ def command_summary(words: list[str]) -> int:
     ]
     if others:
         held = "hold" if len(others) > 1 else "holds"
-        print(f"\n(profile {' and '.join(others)} {held} records of these experiments too: ", end="")
-        print(f"--profile {others[0]})")
+        where = "" if args.results_dir == Path("results") else f" --results-dir {args.results_dir}"
+        print(f"\n(profile {', '.join(others)} {held} records of these experiments too: ", end="")
+        print(f"--profile {others[0]}{where})")
     if args.csv is not None:
         atomic_write_text(args.csv, summary.to_csv(index=False))
         print(f"\nwrote {args.csv}")

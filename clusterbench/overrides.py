@@ -280,6 +280,7 @@ def check_overrides(words: list[str]) -> Path | None:
     # experiment's sweep as hydra.sweeper.params.dataset resets it (a quoted sweep), else those
     # its experiments sweep.
     composable, datasets, given, experiments, swept_by_key, sweeper_keys = [], None, False, [], None, []
+    methods = None
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
@@ -326,7 +327,7 @@ def check_overrides(words: list[str]) -> Path | None:
                     check_file_keys(group, load_option(group, name), option_label(group, name))
 
         if group == "method":
-            check_method_distinct(values)
+            methods = values
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if sweeper_keys and len(experiments) != 1:
         # Without an experiment's sweep to reset, composing the config ends in a traceback.
@@ -343,6 +344,15 @@ def check_overrides(words: list[str]) -> Path | None:
     except (HydraException, OmegaConfBaseException) as exc:
         raise UserError(_composition_error(exc, words)) from None
     choices = dict(cfg.hydra.runtime.choices)  # the option of each group this job composes
+    if methods is None and multirun:  # those the experiments sweep
+        methods = [
+            name
+            for e in experiments
+            for name in _swept_options(load_option("experiment", e), "method", words) or []
+        ]
+    # A method renamed on the command line records under its new name: nothing to mix.
+    if not any(word.lstrip("+").startswith(("method.name=", "method.variant=")) for word in words):
+        check_method_distinct(list(dict.fromkeys([*(methods or []), choices["method"]])))
     check_source(cfg.dataset, datasets[0] if given and datasets else None)
     if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
         from clusterbench.validation import resolve_device

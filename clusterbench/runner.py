@@ -101,8 +101,11 @@ def build_estimator(
         estimator_class = locate(target)
     except ImportError as exc:  # a typo, or a package not installed
         top = target.split(".")[0]
-        # The console script does not search the folder it runs from, where a user's module may lie.
-        here = next((path for path in (Path(f"{top}.py"), Path(top, "__init__.py")) if path.is_file()), None)
+        # The console script does not search the folder it runs from, where a user's module may
+        # lie: not found by its own name though its file is here, so this folder is not searched.
+        unsearched = exc.name == top  # locate names the module it did not find
+        candidates = (Path(f"{top}.py"), Path(top, "__init__.py")) if unsearched else ()
+        here = next((path for path in candidates if path.is_file()), None)
         fix = (
             f"{here} lies in this folder, which is not searched: run with PYTHONPATH=$PWD"
             if here is not None

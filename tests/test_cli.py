@@ -571,24 +571,63 @@ def test_a_method_copied_without_a_name_of_its_own_is_refused_before_its_records
     # docs/extending.md's first step: cp conf/method/kmeans.yaml …, then edit name; left unedited,
     # its runs would be recorded, summarised and tabled as k-means.
     (tmp_path / "method").mkdir()
-    copied = (
-        (CONF_DIR / "method" / "kmeans.yaml")
-        .read_text()
-        .replace("sklearn.cluster.KMeans", "sklearn.cluster.Birch")
-    )
+    (tmp_path / "experiment").mkdir()
+    copied = (CONF_DIR / "method" / "kmeans.yaml").read_text()  # the estimator left too, for brevity
     (tmp_path / "method" / "mymethod.yaml").write_text(copied)
+    (tmp_path / "experiment" / "myexp.yaml").write_text(
+        "# @package _global_\nhydra:\n  sweeper:\n    params:\n"
+        "      method: kmeans,mymethod\n      dataset: zoo\n"
+    )
     monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
-    result = cli("run", "-m", "method=kmeans,mymethod", "dataset=zoo", f"results_dir={tmp_path / 'r'}")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
     own = tmp_path / "method" / "mymethod.yaml"
-    assert result.stderr.strip() == (
+    refusal = (
         "clusterbench: error: method 'mymethod' records as name=kmeans, variant=default, as "
         f"conf/method/kmeans.yaml does, so their results would mix; give {own} a name of its own "
         "(name: mymethod)"
     )
+    for words in (["-m", "method=kmeans,mymethod"], ["method=mymethod"], ["-m", "experiment=myexp"]):
+        result = cli("run", *words, "dataset=zoo", f"results_dir={tmp_path / 'r'}")
+        assert result.returncode == 2 and result.stderr.strip() == refusal, (words, result.stderr)
     assert not (tmp_path / "r").exists()  # refused before any job
+    # A copy without its variant line gets the runner's variant=default: the same records.
+    own.write_text("\n".join(line for line in copied.splitlines() if not line.startswith("variant:")))
+    result = cli("run", "method=mymethod", "dataset=zoo", f"results_dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and result.stderr.strip() == refusal
+    # The file copied from runs; so does the copy renamed on the command line.
+    result = cli("run", "method=kmeans", "dataset=zoo", "profile=smoke", f"results_dir={tmp_path / 'k'}")
+    assert result.returncode == 0, result.stderr
+    result = cli(
+        "run",
+        "method=mymethod",
+        "method.name=mine",
+        "dataset=zoo",
+        "profile=smoke",
+        f"results_dir={tmp_path / 'm'}",
+    )
+    assert result.returncode == 0, result.stderr
     monkeypatch.delenv(CONFIG_DIR_ENV)  # the shipped methods' variants are all told apart
     check_method_distinct(options("method"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "defaults:\n  - loop_b\n  - _self_\n",
+            "its defaults extend it again (loop_a -> loop_b -> loop_a); remove the loop",
+        ),
+        ("- just\n- a list\n", "holds a list, not a mapping of keys"),
+        ("name: [unclosed\n", "is not valid YAML"),
+    ],
+)
+def test_a_broken_method_file_is_named_in_one_line_not_a_traceback(tmp_path, monkeypatch, text, expected):
+    (tmp_path / "method").mkdir()
+    (tmp_path / "method" / "loop_a.yaml").write_text(text)
+    (tmp_path / "method" / "loop_b.yaml").write_text("defaults:\n  - loop_a\n  - _self_\n")
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
+    with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'method' / 'loop_a.yaml'}")) as error:
+        check_method_distinct(["kmeans"])
+    assert expected in str(error.value)
 
 
 def test_a_config_folder_that_is_missing_or_shadows_conf_exits_2_naming_it(

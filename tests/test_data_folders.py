@@ -173,6 +173,9 @@ def test_check_in_cache_accepts_a_bundled_import_only_dataset_and_names_the_fold
     message = str(error.value)
     assert "source: yale (yale.npz), kdd_protein (kdd_protein.npz); put them in a folder" in message
     assert message.endswith("or sweep without them (dataset=...)")
+    with pytest.raises(UserError) as error:
+        check_in_cache(["yale"], sweep=True)  # sweeping without it would leave nothing
+    assert str(error.value).endswith("or choose another dataset (dataset=NAME)")
 
 
 def test_a_missing_import_only_file_names_the_folders_searched(home):

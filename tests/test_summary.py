@@ -200,7 +200,7 @@ def test_the_cli_names_the_other_profiles_holding_records_of_the_experiments(res
     shutil.copytree(results / "runs" / "smoke", results / "runs" / "paper")  # a paper run beside it
     result = cli("summary", "adhoc", "--profile", "smoke", "--results-dir", str(results))
     assert result.stdout.rstrip().endswith(
-        "(profile paper holds records of these experiments too: --profile paper)"
+        f"(profile paper holds records of these experiments too: --profile paper --results-dir {results})"
     )
 
 

@@ -143,9 +143,9 @@ def call_source(source, dataset: str | None = None) -> RawData:
     try:
         return get_method(target)(**arguments)
     except UserError as exc:
-        if dataset is None or f"'{dataset}'" in str(exc):
-            raise
-        raise UserError(f"dataset '{dataset}': {exc}") from None  # which dataset, in a sweep
+        if dataset is not None and f"'{dataset}'" not in str(exc):  # which dataset, in a sweep
+            exc.args = (f"dataset '{dataset}': {exc}", *exc.args[1:])  # its own class kept
+        raise
     except Exception as exc:
         raise UserError(
             f"dataset '{dataset}': its source {target} failed ({type(exc).__name__}: {first_line(exc)}); "
