@@ -226,7 +226,7 @@ def check_in_cache(datasets: list[str], sweep: bool = False) -> None:
 def method_names() -> list[str]:
     """The names records and tables give the methods: each file's ``name``, else that of the
     method it extends (its ``defaults``), else the file's own. Read once per process."""
-    return sorted({_method_name(option) for option in options("method")})
+    return sorted({name for name, _ in _method_identities().values()})
 
 
 def dataset_names() -> list[str]:
@@ -238,43 +238,47 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _UNSET = object()  # a key the file does not give
 
 
-def _method_name(option: str) -> str:
-    return _method_identity(option, {})[0]
+def _method_identities() -> dict[str, tuple[str, object]]:
+    """Every method option's (name, variant), its files listed once."""
+    files, known = _option_files("method"), {}
+    return {option: _method_identity(option, files, known) for option in files}
 
 
 def _method_identity(
-    option: str, known: dict[str, tuple[str, object]], visiting: tuple[str, ...] = ()
+    option: str, files: dict[str, Path], known: dict[str, tuple[str, object]], visiting: tuple[str, ...] = ()
 ) -> tuple[str, object]:
     """(name, variant) that a method file's records carry: its own, else those of the method it
     extends (its ``defaults``), else the file's name and variant ``default`` (as the runner fills
-    it in); ``known`` memoises them. A file that is not a mapping, or extends itself, is named."""
+    it in); ``files``: the method options' files, ``known`` memoises the identities. A file that
+    is not a mapping, or extends itself, is named."""
     if option in known:
         return known[option]
-    where = option_label("method", option)
     if option in visiting:
         raise UserError(
-            f"{where}: its defaults extend it again ({' -> '.join([*visiting, option])}); remove the loop"
+            f"{option_label('method', option)}: its defaults extend it again "
+            f"({' -> '.join([*visiting, option])}); remove the loop"
         )
     try:
         # The three keys alone, by libyaml: OmegaConf's reader takes 15x as long, and a check of
         # the method files runs before each command (7 ms a file against 0.5 ms).
-        spec = yaml.load(option_file("method", option).read_text(), Loader=_YAML_LOADER)
+        spec = yaml.load(files[option].read_text(), Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
-        raise UserError(f"{where} is not valid YAML ({first_line(exc)}); fix it or move it away") from None
+        raise UserError(
+            f"{option_label('method', option)} is not valid YAML ({first_line(exc)}); fix it or move it away"
+        ) from None
     spec = {} if spec is None else spec
     if not isinstance(spec, dict):
         raise UserError(
-            f"{where} holds a {type(spec).__name__}, not a mapping of keys; fix it or move it away"
+            f"{option_label('method', option)} holds a {type(spec).__name__}, not a mapping of keys; "
+            "fix it or move it away"
         )
     name, variant = spec.get("name"), spec.get("variant", _UNSET)
     if not name or variant is _UNSET:
-        parents = [
-            entry
-            for entry in spec.get("defaults") or []
-            if isinstance(entry, str) and entry in options("method")
-        ]
+        parents = [entry for entry in spec.get("defaults") or [] if isinstance(entry, str) and entry in files]
         inherited = (
-            _method_identity(parents[0], known, (*visiting, option)) if parents else (option, "default")
+            _method_identity(parents[0], files, known, (*visiting, option))
+            if parents
+            else (option, "default")
         )
         name, variant = name or inherited[0], inherited[1] if variant is _UNSET else variant
     known[option] = (name, variant)
@@ -285,8 +289,7 @@ def check_method_distinct(chosen: list[str]) -> None:
     """Refuse a chosen method file whose records would carry another file's name and variant (a
     copy of ``kmeans.yaml`` whose ``name`` was left): summaries and tables would mix the two. The
     file copied from, chosen alone, runs: the copy is the one to rename."""
-    known: dict[str, tuple[str, object]] = {}
-    identities = {option: _method_identity(option, known) for option in options("method")}
+    identities = _method_identities()
     for option in chosen:
         name, variant = identities[option]
         twins = [

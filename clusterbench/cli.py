@@ -185,7 +185,7 @@ def command_list(words: list[str]) -> int:
         k = "?" if spec.get("n_clusters") is None else spec.n_clusters
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
-        if target == "npz_file":  # read where it lies: dataset=embeddings's path is set per run
+        if target == "npz_file":  # read where it lies
             path = OmegaConf.to_container(source, resolve=False).get("path")  # ${..path}: set per run
             fixed = isinstance(path, str) and "${" not in path
             read_from, origin = ("its path", path) if fixed else ("dataset.path", "a file of yours")

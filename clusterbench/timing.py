@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from time import perf_counter
 
 import numpy as np
@@ -34,11 +34,41 @@ def interleaved_seconds_per_iteration(
     return {name: value if value > 0 else np.nan for name, value in seconds.items()}
 
 
+def time_in_rounds(
+    groups: dict[Hashable, tuple[str, int, Callable[[], dict[str, Callable[[int], int]]]]],
+    rounds: int,
+    low: int,
+    high: int,
+    repeats: int,
+    reference: str,
+) -> dict[Hashable, Rounds]:
+    """Time every group ``rounds`` times, the groups in turn each round (see :class:`Rounds`):
+    ``groups`` maps a key to (label, threads, a function building the group's fits anew, so that
+    no group's data is held through the others'). Torch and the BLAS/OpenMP pools get ``threads``;
+    each round of a group prints its times and ratios to ``reference``."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    timed = {key: Rounds() for key in groups}
+    for round_number in range(1, rounds + 1):
+        for key, (label, threads, make_fits) in groups.items():
+            torch.set_num_threads(threads)
+            with threadpool_limits(threads):
+                timed[key].time(make_fits(), low, high, repeats)
+            seconds = timed[key].seconds[-1]
+            times = ", ".join(
+                f"{name} {value * 1e3:.1f} ms ({value / seconds[reference]:.2f}x)"
+                for name, value in seconds.items()
+            )
+            print(f"round {round_number}, {label}: {times}", flush=True)
+    return timed
+
+
 class Rounds:
     """Independent timings of one group of methods (:func:`interleaved_seconds_per_iteration`
     once per round), with the load average read around each.
 
-    A benchmark runs its rounds over all its groups in turn, so one group's rounds lie minutes
+    :func:`time_in_rounds` runs the rounds over all the groups in turn, so one group's rounds lie minutes
     apart: a busy spell of a shared machine that outlasts a round's repeats (which the least time
     of a round cannot remove) then moves one round's ratio, and shows as the spread of the
     group's ratios instead of as its value.

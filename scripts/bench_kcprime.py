@@ -38,7 +38,7 @@ import pandas as pd
 
 from clusterbench.results import atomic_write_text
 from clusterbench.scripting import output_folder, positive_int, run_script
-from clusterbench.timing import Rounds
+from clusterbench.timing import time_in_rounds
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,22 +139,13 @@ def main() -> None:
     args = parser.parse_args()
     if not args.quick:
         output_folder(parser, args.out)
-    import torch
-    from threadpoolctl import threadpool_limits
-
     n, d, k = 20000 if args.quick else 100000, 74, 25
-    fits = method_fits(n, d, k)
-    rounds = {threads: Rounds() for threads in args.threads}
-    for round_number in range(1, args.rounds + 1):
-        for threads, timed in rounds.items():
-            torch.set_num_threads(threads)
-            with threadpool_limits(threads):
-                timed.time(fits, LOW, HIGH, args.repeats)
-            times = ", ".join(f"{name} {seconds * 1e3:.1f} ms" for name, seconds in timed.seconds[-1].items())
-            print(f"round {round_number}, {threads} thread(s): {times}", flush=True)
+    fits = method_fits(n, d, k)  # one data set for every thread count and round
+    groups = {threads: (f"{threads} thread(s)", threads, lambda: fits) for threads in args.threads}
+    timings = time_in_rounds(groups, args.rounds, LOW, HIGH, args.repeats, reference="kmeans_sklearn_lloyd")
     frames = [
         timed.frame(REFERENCES).assign(n=n, d=d, k=k, threads=threads, caps=f"{LOW}-{HIGH}")
-        for threads, timed in rounds.items()
+        for threads, timed in timings.items()
     ]
     frame = pd.concat(frames, ignore_index=True)
     print(frame.to_string(index=False))

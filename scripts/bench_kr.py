@@ -52,6 +52,7 @@ import contextlib
 import io
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,7 @@ import pandas as pd
 from clusterbench.figures.khatri_rao import fit_in_fresh_process, scaled_blobs
 from clusterbench.results import atomic_write_text
 from clusterbench.scripting import output_folder, positive_int, run_script
-from clusterbench.timing import Rounds
+from clusterbench.timing import time_in_rounds
 
 REPO = Path(__file__).resolve().parents[1]
 # Iteration caps of the timed fits: scikit-learn stops by itself at iteration 5 on these data.
@@ -164,27 +165,22 @@ def group_fits(n, d, side, dtype, authors_path=None) -> dict[str, Callable[[int]
 
 def speed(n, d, sides, dtypes, threads_counts, rounds, repeats, authors_path=None) -> pd.DataFrame:
     """Every (threads, k, dtype) group timed ``rounds`` times, the groups in turn each round."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    keys = [(threads, side, dtype) for threads in threads_counts for side in sides for dtype in dtypes]
-    groups = {key: Rounds() for key in keys}
-    for round_number in range(1, rounds + 1):
-        for (threads, side, dtype), timed in groups.items():
-            torch.set_num_threads(threads)
-            with threadpool_limits(threads):
-                # Built anew each round: a group's data and fits are not held through the others'.
-                timed.time(group_fits(n, d, side, dtype, authors_path), LOW, HIGH, repeats)
-            ratios = ", ".join(
-                f"{name} {seconds / timed.seconds[-1]['kmeans_sklearn_h1h2']:.2f}x"
-                for name, seconds in timed.seconds[-1].items()
-            )
-            print(f"round {round_number}, {threads} thread(s), k = {side**2}, {dtype}: {ratios}", flush=True)
+    groups = {
+        (threads, side, dtype): (
+            f"{threads} thread(s), k = {side * side}, {dtype}",
+            threads,
+            partial(group_fits, n, d, side, dtype, authors_path),
+        )
+        for threads in threads_counts
+        for side in sides
+        for dtype in dtypes
+    }
+    timings = time_in_rounds(groups, rounds, LOW, HIGH, repeats, reference="kmeans_sklearn_h1h2")
     frames = [
         timed.frame({"ratio_to_kmeans": "kmeans_sklearn_h1h2"}).assign(
             n=n, d=d, k=side * side, h1=side, h2=side, threads=threads, dtype=dtype, caps=f"{LOW}-{HIGH}"
         )
-        for (threads, side, dtype), timed in groups.items()
+        for (threads, side, dtype), timed in timings.items()
     ]
     return pd.concat(frames, ignore_index=True)
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from clusterbench import timing
-from clusterbench.timing import Rounds, interleaved_seconds_per_iteration
+from clusterbench.timing import Rounds, interleaved_seconds_per_iteration, time_in_rounds
 
 
 class Clock:
@@ -100,3 +100,28 @@ def test_rounds_time_every_method_once_per_round_and_read_the_load_around_it(clo
     frame = timed.frame({"ratio_to_a": "a"}).set_index("method")
     assert frame.loc["b", "ratio_to_a"] == pytest.approx(2.0)
     assert frame["rounds"].tolist() == [2, 2]
+
+
+def test_time_in_rounds_times_the_groups_in_turn_each_round_with_their_threads(clock, monkeypatch, capsys):
+    import torch
+
+    order, threads_seen = [], []
+    monkeypatch.setattr(torch, "set_num_threads", threads_seen.append)
+
+    def builder(key: str):
+        def make_fits():  # built anew each round
+            order.append(key)
+            return {"reference": timed_fit(clock, 0.01), "ours": timed_fit(clock, 0.02)}
+
+        return make_fits
+
+    groups = {"a": ("group a", 1, builder("a")), "b": ("group b", 2, builder("b"))}
+    timings = time_in_rounds(groups, rounds=2, low=1, high=3, repeats=1, reference="reference")
+    assert order == ["a", "b", "a", "b"] and threads_seen == [1, 2, 1, 2]
+    assert [len(timings[key].seconds) for key in "ab"] == [2, 2]
+    assert timings["b"].frame({"ratio": "reference"}).set_index("method").loc[
+        "ours", "ratio"
+    ] == pytest.approx(2.0)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "round 1, group a: reference 10.0 ms (1.00x), ours 20.0 ms (2.00x)"
+    assert printed[3].startswith("round 2, group b: ")
