@@ -26,8 +26,9 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 CONFIG_DIR_ENV = "CLUSTERBENCH_CONFIG_DIR"
 GROUPS = ("dataset", "method", "metrics", "profile", "experiment", "table")
 
-# The keys a dataset or method file may hold: those the runner reads (and a dataset's description
-# and n_classes, which `clusterbench list` and `data verify` read), Hydra's defaults list, and a
+# The keys a dataset or method file may hold: those the runner reads (and a dataset's n_classes and
+# shape, which `data verify` and `clusterbench list` read, and its description, for the file's
+# reader; all three enter the records' hash with the rest of the file), Hydra's defaults list, and a
 # key the file's own values interpolate (``path`` in ``source: {path: ${..path}}``). Any other is
 # a typo that would be ignored without a word (``preproces: standardize``), so it is refused.
 FILE_KEYS = {

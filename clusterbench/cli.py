@@ -1,4 +1,5 @@
-"""The ``clusterbench`` command: ``run`` (Hydra), ``table``, ``list`` and ``data`` (argparse).
+"""The ``clusterbench`` command: ``run`` (Hydra); ``table``, ``report``, ``summary``, ``list``, ``data``
+and ``records`` (argparse).
 
 Hydra parses all of ``sys.argv`` and has no subcommands, so ``main`` dispatches on the first
 word and hands ``run``'s remaining words to the Hydra app.
@@ -168,7 +169,7 @@ def command_table(words: list[str]) -> int:
 
 def command_list(words: list[str]) -> int:
     from clusterbench.data import split_slice
-    from clusterbench.data.sources import find_npz, reads_cache
+    from clusterbench.data.sources import find_npz, npz_header, reads_cache
 
     if words:
         raise UserError("`clusterbench list` takes no arguments")
@@ -178,27 +179,32 @@ def command_list(words: list[str]) -> int:
     print(f"  {'name':<20} {'n':>7} {'d':>6} {'k':>4}  {'read from':<18}  source")
     for name in options("dataset"):
         spec = load_option("dataset", name)
-        n, d = spec.get("shape") or ["?", "?"]  # a user's file (dataset=embeddings): its own shape
-        n_train = spec.source.get("n_train")
-        if spec.get("split") in ("train", "test") and n_train and isinstance(n, int):
-            n = len(range(n)[split_slice(spec.split, n_train)])  # the rows a run reads (MNIST-test)
-        k = "?" if spec.get("n_clusters") is None else spec.n_clusters
         source = spec.source
         target = source._target_.rsplit(".", 1)[-1]
+        file = None  # the .npz a run would read, where the config names no shape
         if target == "npz_file":  # read where it lies
             path = OmegaConf.to_container(source, resolve=False).get("path")  # ${..path}: set per run
             fixed = isinstance(path, str) and "${" not in path
             read_from, origin = ("its path", path) if fixed else ("dataset.path", "a file of yours")
+            file = Path(path).expanduser() if fixed else None
         elif reads_cache(source):
             origin = f"OpenML {source.openml_id}" if source.get("openml_id") else "import only"
             held = find_npz(source.name)
             read_from = held[0].label if held else "not held"
+            file = held[1] if held else None
         elif target == "sklearn_bundled":
             read_from, origin = "sklearn", f"sklearn {source.loader}"
         elif source._target_.startswith("clusterbench.data.generators."):
             read_from, origin = "generated", f"generator {target}"
         else:
             read_from, origin = "function", f"function {source._target_}"
+        # a config's shape and k, else those of the file it reads (a user's own), else "?"
+        header = npz_header(file) if file is not None and not spec.get("shape") else None
+        n, d = spec.get("shape") or (header[:2] if header else ["?", "?"])
+        n_train = source.get("n_train")
+        if spec.get("split") in ("train", "test") and n_train and isinstance(n, int):
+            n = len(range(n)[split_slice(spec.split, n_train)])  # the rows a run reads (MNIST-test)
+        k = spec.n_clusters if spec.get("n_clusters") is not None else header[2] if header else "?"
         print(f"  {name:<20} {n:>7} {d:>6} {k:>4}  {read_from:<18}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")
@@ -290,7 +296,9 @@ def command_summary(words: list[str]) -> int:
     parser.add_argument("experiments", nargs="*", default=["adhoc"], help="experiments (default: adhoc)")
     parser.add_argument("--profile", default="paper", help="which profile's records (default: paper)")
     parser.add_argument("--results-dir", default="results", type=Path)
-    parser.add_argument("--metrics", help="comma-separated (default: those held among acc, nmi, ari, sc)")
+    parser.add_argument(
+        "--metrics", help="comma-separated (default: those held among acc, nmi, ari, sc, ratio_cut)"
+    )
     parser.add_argument("--by-params", action="store_true", help="name every hyperparameter of a row")
     parser.add_argument("--csv", type=Path, help="also write the summary, one row per line, to this file")
     # Accept Hydra-style profile=… and results_dir=… too, as `run` does.

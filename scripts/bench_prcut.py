@@ -11,7 +11,7 @@ in how S_ℓ = Σ_ij W_ij (P_iℓ + P_jℓ − 2 P_iℓ P_jℓ) is computed:
   formed twice per step as the authors' code does (for the gradient and for its monitored loss).
 
 W_b is the label similarity (W_ij = 1 iff same digit; dense (B, B) either way, so the choice does
-not change the cost) and, separately, the kNN batch from neighbour lists (``--knn-batch``: random
+not change the cost) and, separately, the kNN batch from neighbour lists (row ``knn_batch_k100``: random
 lists of k = 100, timed alone; building the real graph takes minutes and is cached elsewhere).
 The forms are timed interleaved, min over ``--repeats`` steps after 2 warm-up steps, with torch at each of
 ``--threads``; the machine's load average is recorded, and each step's process CPU time beside

@@ -557,6 +557,7 @@ def test_configs_of_ones_own_run_sweep_and_make_a_table_without_a_file_in_the_ch
     assert "my_birch" in listed and "my_zoo" in listed and "my_table" in listed
     (my_zoo,) = [line for line in listed.splitlines() if line.split()[:1] == ["my_zoo"]]
     assert my_zoo.split()[-3:] == ["its", "path", str(require_cached("zoo") / "zoo.npz")]
+    assert my_zoo.split()[1:4] == ["101", "16", "7"]  # no shape in the config: the file's header
     (embeddings,) = [line for line in listed.splitlines() if line.split()[:1] == ["embeddings"]]
     assert "dataset.path" in embeddings and embeddings.endswith("a file of yours")
     # one job, without -m; and a glob selects the folder's options too (Hydra's own matches conf/ alone)

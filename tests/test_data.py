@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 from clusterbench.catalog import CONF_DIR, load_option, options
 from clusterbench.data import generators, load_dataset
 from clusterbench.data.preprocess import PREPROCESSORS
-from clusterbench.data.sources import DATA_ENV, RawData, cached, read_npz
+from clusterbench.data.sources import DATA_ENV, RawData, cached, npz_header, read_npz
 from clusterbench.errors import UserError
 from tests.helpers import DATA_FOLDER
 
@@ -698,3 +698,16 @@ def test_column_major_images_are_loaded_row_major(tmp_path, monkeypatch):
         with pytest.raises(UserError, match=rf"\[H, W\] with H·W = its 6 features, got {shown}; fix"):
             load_dataset({**faces, "column_major_images": wrong})
     assert list(dataset_config("cmu_pie").column_major_images) == [32, 32]
+
+
+def test_an_npz_header_gives_the_shape_a_run_reads_and_the_label_count(tmp_path):
+    X, y = np.zeros((6, 3), dtype=np.float32), np.array([4, 4, 1, 1, 9, 9])
+    np.savez(tmp_path / "plain.npz", X=X, y=y)
+    np.savez_compressed(tmp_path / "packed.npz", X=np.asfortranarray(np.zeros((5, 2))), y=y[:5])
+    np.savez(tmp_path / "no_y.npz", X=X)
+    np.savez(tmp_path / "flat.npz", X=np.zeros(6), y=y)
+    (tmp_path / "text.npz").write_text("x,y\n1,2\n")
+    assert npz_header(tmp_path / "plain.npz") == (6, 3, 3)
+    assert npz_header(tmp_path / "packed.npz") == (5, 2, 3)
+    for name in ("no_y", "flat", "text", "absent"):  # what a run would refuse: the listing shows "?"
+        assert npz_header(tmp_path / f"{name}.npz") is None

@@ -121,6 +121,24 @@ def read_npz(path: Path, fix: str = CACHE_FILE_FIX) -> RawData:
     return raw
 
 
+def npz_header(path: Path) -> tuple[int, int, int] | None:
+    """(n, d, k) of an ``.npz`` as :func:`read_npz` would read it: X's shape from its header (the
+    array itself is not read) and k the distinct labels in y; None if the file is missing or not
+    such an archive (a run names why)."""
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
+            read = readers.get(np.lib.format.read_magic(member))
+            shape = read(member)[0] if read else ()
+        with np.load(path, allow_pickle=False) as arrays:
+            labels = arrays["y"]
+    except Exception:  # missing, not a zip, no X or y, a corrupt header: the listing shows "?"
+        return None
+    if len(shape) != 2 or labels.ndim != 1:
+        return None
+    return shape[0], shape[1], len(np.unique(labels))
+
+
 def reads_cache(source) -> bool:
     """Whether a dataset's ``source`` is :func:`cached`: a cache file, fetched from OpenML if it has an id."""
     return source is not None and str(source.get("_target_", "")).endswith(".cached")

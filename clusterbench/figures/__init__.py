@@ -8,6 +8,7 @@ global state. :func:`save_figure` writes one as PNG and PDF.
 - :mod:`clusterbench.figures.clam`: CLAM Fig. 1, 4, 6, 7-10 (from clam_search records), 11, 12, 13.
 - :mod:`clusterbench.figures.khatri_rao`: Khatri-Rao clustering Fig. 6, 7, 8, 9.
 - :mod:`clusterbench.figures.kcprime`: k-means-C′ Fig. 1 (with S3) and S2.
+- :mod:`clusterbench.figures.sr_kmeans`: SR-K-means Fig. 1 (I(X, K) per outer iteration).
 """
 
 from __future__ import annotations
