@@ -134,7 +134,7 @@ def in_process(call, argv: list[str], *, data_folder: Path | None = None, cwd: P
 
     from clusterbench import catalog, overrides
 
-    for cached in (catalog.method_names, overrides.file_keys, catalog.settings):
+    for cached in (catalog.method_names, catalog.dataset_names, overrides.file_keys, catalog.settings):
         cached.cache_clear()  # a test may have written a config file: a fresh process reads it
     stdout, stderr = io.StringIO(), io.StringIO()
     saved_argv, saved_cwd = list(sys.argv), os.getcwd()
