@@ -9,6 +9,7 @@ duplicates them.
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 import re
 from functools import cache
@@ -287,6 +288,31 @@ def _method_identity(
         name, variant = name or inherited[0], inherited[1] if variant is _UNSET else variant
     known[option] = (name, variant)
     return known[option]
+
+
+def method_record_name(option: str) -> str:
+    """The name a method option's records carry, as :func:`_method_identity` reads it (the key of
+    its ``grids``, ``method_seeds`` and ``timeout_s`` entries)."""
+    return _method_identities()[option][0]
+
+
+def method_hyperparameters(option: str, visiting: tuple[str, ...] = ()) -> set[str] | None:
+    """The ``__init__`` arguments of a method option's estimator (its own ``_target_``, else that
+    of the method it extends); None where the estimator cannot be found or imported (the run
+    itself names why)."""
+    spec = load_option("method", option)
+    target = OmegaConf.select(spec, "estimator._target_", default=None)
+    if target is None:
+        known = set(options("method")) - {option, *visiting}
+        parent = next((entry for entry in spec.get("defaults") or [] if entry in known), None)
+        return None if parent is None else method_hyperparameters(parent, (*visiting, option))
+    try:
+        estimator = locate(target)
+    except ImportError:
+        return None
+    if not isinstance(estimator, type):
+        return None
+    return set(inspect.signature(estimator.__init__).parameters) - {"self"}
 
 
 def check_method_distinct(chosen: list[str]) -> None:

@@ -28,6 +28,8 @@ from clusterbench.catalog import (
     compose_config,
     interpolated_keys,
     load_option,
+    method_hyperparameters,
+    method_record_name,
     option_file,
     option_label,
     options,
@@ -353,6 +355,8 @@ def check_overrides(words: list[str]) -> Path | None:
     # A method renamed on the command line records under its new name: nothing to mix.
     if not any(word.lstrip("+").startswith(("method.name=", "method.variant=")) for word in words):
         check_method_distinct(list(dict.fromkeys([*(methods or []), choices["method"]])))
+    if multirun and methods:
+        check_method_override_reach(list(dict.fromkeys(methods)), words)
     check_source(cfg.dataset, datasets[0] if given and datasets else None)
     if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
         from clusterbench.validation import resolve_device
@@ -379,6 +383,28 @@ def check_overrides(words: list[str]) -> Path | None:
             file=sys.stderr,
         )
     return None if results_dir is None else Path(results_dir)
+
+
+def check_method_override_reach(methods: list[str], words: list[str]) -> None:
+    """``method.K=V`` reaches every method of a sweep. Where some of them take K and others do
+    not, the others' jobs refuse it, and the fix is not ``method.K=V``: name the spelling that
+    gives K to those that take it alone, ``grids.<method>.K=[V]`` (a grid of one point)."""
+    for word in words:
+        key, _, value = word.lstrip("+").partition("=")
+        name = key.removeprefix("method.").removeprefix("estimator.")
+        if not key.startswith("method.") or "." in name or name[0] == "_" or name in FILE_KEYS["method"]:
+            continue
+        taking = {method: method_hyperparameters(method) for method in methods}
+        if None in taking.values():  # an estimator that cannot be imported: its job says why
+            continue
+        lacking = [method for method, accepted in taking.items() if name not in accepted]
+        having = [method_record_name(method) for method, accepted in taking.items() if name in accepted]
+        if lacking and having:
+            grids = " ".join(f"'grids.{method}.{name}=[{value}]'" for method in dict.fromkeys(having))
+            raise UserError(
+                f"method.{name}={value} reaches every method of the sweep, and method '{lacking[0]}' has no "
+                f"hyperparameter '{name}'; give it to {', '.join(having)} alone: {grids}"
+            )
 
 
 def check_experiment_keys(experiment: str, words: list[str]) -> None:

@@ -372,3 +372,40 @@ def test_a_sweeps_jobs_read_the_dataset_files_once_for_their_keyed_maps(monkeypa
                 compose(config_name="config", overrides=["experiment=kcprime_tableS1", f"seed={seed}"])
             )
     assert read.count("dataset") == len(catalog.options("dataset"))
+
+
+def test_a_hyperparameter_some_methods_of_a_sweep_lack_is_refused_naming_the_grid_for_the_others(tmp_path):
+    # method.n_neighbors=10 reaches kmeans too, whose job refused it with no way forward.
+    words = ["run", "-m", "method=kmeans,spectral_knn,clam_eq8", "dataset=iris", "profile=smoke"]
+    result = cli(*words, "method.n_neighbors=10,20", f"results_dir={tmp_path}")
+    assert_one_line_error(
+        result,
+        "method.n_neighbors=10,20 reaches every method of the sweep, and method 'kmeans' has no "
+        "hyperparameter 'n_neighbors'; give it to spectral_knn alone: "
+        "'grids.spectral_knn.n_neighbors=[10,20]'",
+    )
+    # clam_eq8 extends clam: its estimator, and its records' name for the grid
+    result = cli(*words, "method.estimator.beta=3", f"results_dir={tmp_path}")
+    assert_one_line_error(result, "give it to clam alone: 'grids.clam.beta=[3]'")
+    result = cli(
+        *words[:2],
+        "method=kmeans,spectral_knn",
+        *words[3:],
+        "grids.spectral_knn.n_neighbors=[10,20]",
+        f"results_dir={tmp_path}",
+    )
+    assert result.returncode == 0, result.stderr
+    points = load_records(tmp_path, "smoke").query("method == 'spectral_knn'")["params"].map(json.loads)
+    assert sorted(set(points.map(lambda params: params["n_neighbors"]))) == [10, 20]
+    # a key every method of the sweep takes reaches them all, as before
+    assert (
+        cli(
+            *words[:2],
+            "method=kmeans,kmeans_kr_budget",
+            "dataset=zoo",
+            "profile=smoke",
+            "method.n_init=2",
+            f"results_dir={tmp_path}",
+        ).returncode
+        == 0
+    )
