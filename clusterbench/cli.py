@@ -168,6 +168,8 @@ def command_table(words: list[str]) -> int:
 
 
 def command_list(words: list[str]) -> int:
+    import numpy as np
+
     from clusterbench.data import split_slice
     from clusterbench.data.sources import find_npz, npz_header, reads_cache
 
@@ -200,11 +202,14 @@ def command_list(words: list[str]) -> int:
             read_from, origin = "function", f"function {source._target_}"
         # a config's shape and k, else those of the file it reads (a user's own), else "?"
         header = npz_header(file) if file is not None and not spec.get("shape") else None
-        n, d = spec.get("shape") or (header[:2] if header else ["?", "?"])
-        n_train = source.get("n_train")
+        n, d = spec.get("shape") or ((header.n, header.d) if header else ("?", "?"))
+        rows = slice(None)
+        # The file's own n_train wins over the config's, as the sources read it.
+        n_train = (header.n_train if header else None) or source.get("n_train")
         if spec.get("split") in ("train", "test") and n_train and isinstance(n, int):
-            n = len(range(n)[split_slice(spec.split, n_train)])  # the rows a run reads (MNIST-test)
-        k = spec.n_clusters if spec.get("n_clusters") is not None else header[2] if header else "?"
+            rows = split_slice(spec.split, n_train)
+            n = len(range(n)[rows])  # the rows a run reads (MNIST-test)
+        k = spec.get("n_clusters") or (len(np.unique(header.y[rows])) if header else "?")
         print(f"  {name:<20} {n:>7} {d:>6} {k:>4}  {read_from:<18}  {origin}")
     for group in ("method", "metrics", "profile", "experiment", "table"):
         print(f"{group}: {', '.join(options(group))}")

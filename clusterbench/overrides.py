@@ -282,7 +282,7 @@ def check_overrides(words: list[str]) -> Path | None:
     # experiment's sweep as hydra.sweeper.params.dataset resets it (a quoted sweep), else those
     # its experiments sweep.
     composable, datasets, given, experiments, swept_by_key, sweeper_keys = [], None, False, [], None, []
-    methods = None
+    methods, method_settings = None, {}
     for override in parsed:
         if override.is_delete():
             composable.append(override.input_line)
@@ -330,6 +330,8 @@ def check_overrides(words: list[str]) -> Path | None:
 
         if group == "method":
             methods = values
+        if group.startswith("method."):
+            method_settings[group] = values
         composable.append(f"{override.get_key_element()}={values[0]}" if sweep else override.input_line)
     if sweeper_keys and len(experiments) != 1:
         # Without an experiment's sweep to reset, composing the config ends in a traceback.
@@ -356,7 +358,7 @@ def check_overrides(words: list[str]) -> Path | None:
     if not any(word.lstrip("+").startswith(("method.name=", "method.variant=")) for word in words):
         check_method_distinct(list(dict.fromkeys([*(methods or []), choices["method"]])))
     if multirun and methods:
-        check_method_override_reach(list(dict.fromkeys(methods)), words)
+        check_method_override_reach(list(dict.fromkeys(methods)), method_settings, cfg.get("method_seeds"))
     check_source(cfg.dataset, datasets[0] if given and datasets else None)
     if OmegaConf.select(cfg, "device", throw_on_resolution_failure=False) == "cuda":
         from clusterbench.validation import resolve_device
@@ -385,26 +387,38 @@ def check_overrides(words: list[str]) -> Path | None:
     return None if results_dir is None else Path(results_dir)
 
 
-def check_method_override_reach(methods: list[str], words: list[str]) -> None:
+def check_method_override_reach(methods: list[str], given: dict[str, list[str]], method_seeds) -> None:
     """``method.K=V`` reaches every method of a sweep. Where some of them take K and others do
     not, the others' jobs refuse it, and the fix is not ``method.K=V``: name the spelling that
-    gives K to those that take it alone, ``grids.<method>.K=[V]`` (a grid of one point)."""
-    for word in words:
-        key, _, value = word.lstrip("+").partition("=")
+    gives K to those that take it alone, ``grids.<method>.K=[V, …]`` (a grid inside their jobs).
+    ``given``: each ``method.…`` key of the command line with its values (a sweep's, listed); a
+    method that ``method_seeds`` limits to some seeds may run at none of the sweep's, so it is
+    left to its jobs to refuse."""
+    for key, values in given.items():
         name = key.removeprefix("method.").removeprefix("estimator.")
-        if not key.startswith("method.") or "." in name or name[0] == "_" or name in FILE_KEYS["method"]:
+        if "." in name or name.startswith("_") or name in FILE_KEYS["method"]:
             continue
         taking = {method: method_hyperparameters(method) for method in methods}
         if None in taking.values():  # an estimator that cannot be imported: its job says why
             continue
-        lacking = [method for method, accepted in taking.items() if name not in accepted]
+        lacking = [
+            method
+            for method, accepted in taking.items()
+            if name not in accepted and (method_seeds or {}).get(method_record_name(method)) is None
+        ]
         having = [method_record_name(method) for method, accepted in taking.items() if name in accepted]
         if lacking and having:
-            grids = " ".join(f"'grids.{method}.{name}=[{value}]'" for method in dict.fromkeys(having))
+            listed = ",".join(map(_grid_value, values)) if values else "VALUE,..."
+            grids = " ".join(f"'grids.{method}.{name}=[{listed}]'" for method in dict.fromkeys(having))
             raise UserError(
-                f"method.{name}={value} reaches every method of the sweep, and method '{lacking[0]}' has no "
+                f"method.{name} reaches every method of the sweep, and method '{lacking[0]}' has no "
                 f"hyperparameter '{name}'; give it to {', '.join(having)} alone: {grids}"
             )
+
+
+def _grid_value(value: str) -> str:
+    """A value as an element of a list override: quoted unless a plain word or number."""
+    return value if re.fullmatch(r"[\w.+-]+", value) else '"' + value.replace('"', '\\"') + '"'
 
 
 def check_experiment_keys(experiment: str, words: list[str]) -> None:

@@ -77,3 +77,14 @@ def no_config_folders_of_the_user():
     yield
     if before is not None:
         os.environ[CONFIG_DIR_ENV] = before
+
+
+@pytest.fixture(autouse=True)
+def config_names_read_afresh():
+    """The method and dataset names a process reads once (catalog.method_names, dataset_names)
+    are read again by each test: one that added a config folder of its own would otherwise leave
+    its names to the next, whose name checks would then pass where they should refuse."""
+    from clusterbench import catalog
+
+    catalog.method_names.cache_clear()
+    catalog.dataset_names.cache_clear()

@@ -568,6 +568,20 @@ def test_configs_of_ones_own_run_sweep_and_make_a_table_without_a_file_in_the_ch
     assert set(load_records(tmp_path / "glob", "paper")["dataset"]) == {"zoo", "my_zoo"}
 
 
+def test_list_reads_a_split_of_ones_own_file_as_a_run_reads_it(tmp_path, monkeypatch):
+    # 80 training rows of 5 classes, then 20 test rows of class 0; the file holds its n_train.
+    y = np.concatenate([np.arange(80) % 5, np.zeros(20, dtype=int)])
+    np.savez(tmp_path / "split.npz", X=np.zeros((100, 4)), y=y, n_train=80)
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "my_split.yaml").write_text(
+        "n_clusters: null\nsplit: test\nsource:\n  _target_: clusterbench.data.sources.npz_file\n"
+        f"  path: {tmp_path / 'split.npz'}\n"
+    )
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
+    (line,) = [line for line in cli("list").stdout.splitlines() if line.split()[:1] == ["my_split"]]
+    assert line.split()[1:4] == ["20", "4", "1"]
+
+
 def test_a_method_copied_without_a_name_of_its_own_is_refused_before_its_records_mix(tmp_path, monkeypatch):
     # docs/extending.md's first step: cp conf/method/kmeans.yaml …, then edit name; left unedited,
     # its runs would be recorded, summarised and tabled as k-means.

@@ -700,14 +700,17 @@ def test_column_major_images_are_loaded_row_major(tmp_path, monkeypatch):
     assert list(dataset_config("cmu_pie").column_major_images) == [32, 32]
 
 
-def test_an_npz_header_gives_the_shape_a_run_reads_and_the_label_count(tmp_path):
+def test_an_npz_header_gives_the_shape_a_run_reads_and_the_labels(tmp_path):
     X, y = np.zeros((6, 3), dtype=np.float32), np.array([4, 4, 1, 1, 9, 9])
     np.savez(tmp_path / "plain.npz", X=X, y=y)
-    np.savez_compressed(tmp_path / "packed.npz", X=np.asfortranarray(np.zeros((5, 2))), y=y[:5])
+    np.savez_compressed(tmp_path / "packed.npz", X=np.asfortranarray(np.zeros((5, 2))), y=y[:5], n_train=3)
     np.savez(tmp_path / "no_y.npz", X=X)
     np.savez(tmp_path / "flat.npz", X=np.zeros(6), y=y)
+    np.savez(tmp_path / "short_y.npz", X=X, y=y[:5])
+    np.savez(tmp_path / "objects.npz", X=np.array([[None, 1]] * 6, dtype=object), y=y)
     (tmp_path / "text.npz").write_text("x,y\n1,2\n")
-    assert npz_header(tmp_path / "plain.npz") == (6, 3, 3)
-    assert npz_header(tmp_path / "packed.npz") == (5, 2, 3)
-    for name in ("no_y", "flat", "text", "absent"):  # what a run would refuse: the listing shows "?"
-        assert npz_header(tmp_path / f"{name}.npz") is None
+    plain, packed = npz_header(tmp_path / "plain.npz"), npz_header(tmp_path / "packed.npz")
+    assert (plain.n, plain.d, plain.n_train) == (6, 3, None) and plain.y.tolist() == y.tolist()
+    assert (packed.n, packed.d, packed.n_train) == (5, 2, 3)
+    for name in ("no_y", "flat", "short_y", "objects", "text", "absent"):  # a run refuses them: "?"
+        assert npz_header(tmp_path / f"{name}.npz") is None, name

@@ -380,10 +380,13 @@ def test_a_hyperparameter_some_methods_of_a_sweep_lack_is_refused_naming_the_gri
     result = cli(*words, "method.n_neighbors=10,20", f"results_dir={tmp_path}")
     assert_one_line_error(
         result,
-        "method.n_neighbors=10,20 reaches every method of the sweep, and method 'kmeans' has no "
+        "method.n_neighbors reaches every method of the sweep, and method 'kmeans' has no "
         "hyperparameter 'n_neighbors'; give it to spectral_knn alone: "
         "'grids.spectral_knn.n_neighbors=[10,20]'",
     )
+    # the values as Hydra lists them (a range), not as typed
+    result = cli(*words, "method.n_neighbors=range(5,15,5)", f"results_dir={tmp_path}")
+    assert_one_line_error(result, "'grids.spectral_knn.n_neighbors=[5,10]'")
     # clam_eq8 extends clam: its estimator, and its records' name for the grid
     result = cli(*words, "method.estimator.beta=3", f"results_dir={tmp_path}")
     assert_one_line_error(result, "give it to clam alone: 'grids.clam.beta=[3]'")
@@ -397,6 +400,19 @@ def test_a_hyperparameter_some_methods_of_a_sweep_lack_is_refused_naming_the_gri
     assert result.returncode == 0, result.stderr
     points = load_records(tmp_path, "smoke").query("method == 'spectral_knn'")["params"].map(json.loads)
     assert sorted(set(points.map(lambda params: params["n_neighbors"]))) == [10, 20]
+    # a method that method_seeds keeps from the sweep's seeds does not run: nothing refuses the key
+    result = cli(
+        *words[:2],
+        "method=kmeans,dbscan",
+        "dataset=iris",
+        "profile=smoke",
+        "seed=1",
+        "method_seeds.dbscan=[0]",
+        "method.n_init=2",
+        f"results_dir={tmp_path / 'seeds'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert set(load_records(tmp_path / "seeds", "smoke")["method"]) == {"kmeans"}
     # a key every method of the sweep takes reaches them all, as before
     assert (
         cli(

@@ -121,22 +121,33 @@ def read_npz(path: Path, fix: str = CACHE_FILE_FIX) -> RawData:
     return raw
 
 
-def npz_header(path: Path) -> tuple[int, int, int] | None:
-    """(n, d, k) of an ``.npz`` as :func:`read_npz` would read it: X's shape from its header (the
-    array itself is not read) and k the distinct labels in y; None if the file is missing or not
-    such an archive (a run names why)."""
+@dataclass(frozen=True)
+class NpzHeader:
+    """What :func:`npz_header` reads of an ``.npz``: X's shape, the labels, the file's ``n_train``."""
+
+    n: int
+    d: int
+    y: np.ndarray
+    n_train: int | None
+
+
+def npz_header(path: Path) -> NpzHeader | None:
+    """An ``.npz`` as :func:`read_npz` would accept it: X's shape and dtype from its header (the
+    array itself is not read), y and ``n_train``; None where a run would refuse the file (missing,
+    not such an archive, X not a numeric (n, d) array, y not (n,)), which the run then names."""
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
         with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
             read = readers.get(np.lib.format.read_magic(member))
-            shape = read(member)[0] if read else ()
+            shape, _, dtype = read(member) if read else ((), False, np.dtype(object))
         with np.load(path, allow_pickle=False) as arrays:
             labels = arrays["y"]
-    except Exception:  # missing, not a zip, no X or y, a corrupt header: the listing shows "?"
+            n_train = int(arrays["n_train"]) if "n_train" in arrays.files else None
+    except Exception:  # missing, not a zip, no X or y, a pickle, a corrupt header: the listing shows "?"
         return None
-    if len(shape) != 2 or labels.ndim != 1:
+    if len(shape) != 2 or dtype.hasobject or labels.shape != (shape[0],):
         return None
-    return shape[0], shape[1], len(np.unique(labels))
+    return NpzHeader(n=shape[0], d=shape[1], y=labels, n_train=n_train)
 
 
 def reads_cache(source) -> bool:
