@@ -110,15 +110,24 @@ def read_npz(path: Path, fix: str = CACHE_FILE_FIX) -> RawData:
             missing = {"X", "y"} - set(archive.files)
             if missing:
                 raise UserError(f"{path} lacks array(s) {sorted(missing)}; {fix}")
-            n_train = int(archive["n_train"]) if "n_train" in archive.files else None
-            raw = RawData(X=archive["X"], y=archive["y"], n_train=n_train)
+            raw = RawData(X=archive["X"], y=archive["y"], n_train=_n_train(archive))
     except UserError:
         raise
     except Exception as exc:  # truncated, empty, not an .npz, pickled, corrupt: numpy raises many types
         raise UserError(f"cannot read {path} ({type(exc).__name__}: {first_line(exc)}); {fix}") from None
-    if raw.X.ndim != 2 or raw.y.ndim != 1 or len(raw.X) != len(raw.y):
+    if not _shapes_fit(raw.X.shape, raw.y.shape):
         raise UserError(f"{path} holds X {raw.X.shape} and y {raw.y.shape}; {fix}")
     return raw
+
+
+def _n_train(archive) -> int | None:
+    """The training rows an ``.npz`` says it stores first (``n_train``), if it says."""
+    return int(archive["n_train"]) if "n_train" in archive.files else None
+
+
+def _shapes_fit(x_shape: tuple[int, ...], y_shape: tuple[int, ...]) -> bool:
+    """X (n, d) and y (n,): the arrays a data file must hold."""
+    return len(x_shape) == 2 and y_shape == (x_shape[0],)
 
 
 @dataclass(frozen=True)
@@ -137,15 +146,13 @@ def npz_header(path: Path) -> NpzHeader | None:
     not such an archive, X not a numeric (n, d) array, y not (n,)), which the run then names."""
     readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
-        with zipfile.ZipFile(path) as archive, archive.open("X.npy") as member:
+        with np.load(path, allow_pickle=False) as archive, archive.zip.open("X.npy") as member:
             read = readers.get(np.lib.format.read_magic(member))
             shape, _, dtype = read(member) if read else ((), False, np.dtype(object))
-        with np.load(path, allow_pickle=False) as arrays:
-            labels = arrays["y"]
-            n_train = int(arrays["n_train"]) if "n_train" in arrays.files else None
+            labels, n_train = archive["y"], _n_train(archive)
     except Exception:  # missing, not a zip, no X or y, a pickle, a corrupt header: the listing shows "?"
         return None
-    if len(shape) != 2 or dtype.hasobject or labels.shape != (shape[0],):
+    if dtype.hasobject or not _shapes_fit(shape, labels.shape):
         return None
     return NpzHeader(n=shape[0], d=shape[1], y=labels, n_train=n_train)
 
