@@ -14,6 +14,7 @@ import os
 import re
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -228,7 +229,7 @@ def check_in_cache(datasets: list[str], sweep: bool = False) -> None:
 def method_names() -> list[str]:
     """The names records and tables give the methods: each file's ``name``, else that of the
     method it extends (its ``defaults``), else the file's own. Read once per process."""
-    return sorted({name for name, _ in _method_identities().values()})
+    return sorted({file.name for file in method_files().values()})
 
 
 @cache
@@ -243,19 +244,27 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _UNSET = object()  # a key the file does not give
 
 
-def _method_identities() -> dict[str, tuple[str, object]]:
-    """Every method option's (name, variant), its files listed once."""
+class MethodFile(NamedTuple):
+    """What a method file's records carry (``name``, ``variant``) and the estimator it builds
+    (``target``, its ``estimator._target_``): each the file's own, else inherited from the method
+    it extends (its ``defaults``), else the file's name, ``default`` and None."""
+
+    name: str
+    variant: object
+    target: str | None
+
+
+def method_files() -> dict[str, MethodFile]:
+    """Every method option's :class:`MethodFile`, the files listed once."""
     files, known = _option_files("method"), {}
-    return {option: _method_identity(option, files, known) for option in files}
+    return {option: _method_file(option, files, known) for option in files}
 
 
-def _method_identity(
-    option: str, files: dict[str, Path], known: dict[str, tuple[str, object]], visiting: tuple[str, ...] = ()
-) -> tuple[str, object]:
-    """(name, variant) that a method file's records carry: its own, else those of the method it
-    extends (its ``defaults``), else the file's name and variant ``default`` (as the runner fills
-    it in); ``files``: the method options' files, ``known`` memoises the identities. A file that
-    is not a mapping, or extends itself, is named."""
+def _method_file(
+    option: str, files: dict[str, Path], known: dict[str, MethodFile], visiting: tuple[str, ...] = ()
+) -> MethodFile:
+    """:class:`MethodFile` of ``option``; ``files``: the method options' files, ``known`` memoises
+    them. A file that is not a mapping, or extends itself, is named."""
     if option in known:
         return known[option]
     if option in visiting:
@@ -264,7 +273,7 @@ def _method_identity(
             f"({' -> '.join([*visiting, option])}); remove the loop"
         )
     try:
-        # The three keys alone, by libyaml: OmegaConf's reader takes 15x as long, and a check of
+        # The few keys needed, by libyaml: OmegaConf's reader takes 15x as long, and a check of
         # the method files runs before each command (7 ms a file against 0.5 ms).
         spec = yaml.load(files[option].read_text(), Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
@@ -277,37 +286,31 @@ def _method_identity(
             f"{option_label('method', option)} holds a {type(spec).__name__}, not a mapping of keys; "
             "fix it or move it away"
         )
-    name, variant = spec.get("name"), spec.get("variant", _UNSET)
-    if not name or variant is _UNSET:
+    estimator = spec.get("estimator")
+    own = MethodFile(
+        spec.get("name") or _UNSET,
+        spec.get("variant", _UNSET),
+        estimator.get("_target_", _UNSET) if isinstance(estimator, dict) else _UNSET,
+    )
+    if _UNSET in own:
         parents = [entry for entry in spec.get("defaults") or [] if isinstance(entry, str) and entry in files]
         inherited = (
-            _method_identity(parents[0], files, known, (*visiting, option))
+            _method_file(parents[0], files, known, (*visiting, option))
             if parents
-            else (option, "default")
+            else MethodFile(option, "default", None)
         )
-        name, variant = name or inherited[0], inherited[1] if variant is _UNSET else variant
-    known[option] = (name, variant)
-    return known[option]
+        own = MethodFile(
+            *(mine if mine is not _UNSET else theirs for mine, theirs in zip(own, inherited, strict=True))
+        )
+    known[option] = own
+    return own
 
 
-def method_record_name(option: str) -> str:
-    """The name a method option's records carry, as :func:`_method_identity` reads it (the key of
-    its ``grids``, ``method_seeds`` and ``timeout_s`` entries)."""
-    return _method_identities()[option][0]
-
-
-def method_hyperparameters(option: str, visiting: tuple[str, ...] = ()) -> set[str] | None:
-    """The ``__init__`` arguments of a method option's estimator (its own ``_target_``, else that
-    of the method it extends); None where the estimator cannot be found or imported (the run
-    itself names why)."""
-    spec = load_option("method", option)
-    target = OmegaConf.select(spec, "estimator._target_", default=None)
-    if target is None:
-        known = set(options("method")) - {option, *visiting}
-        parent = next((entry for entry in spec.get("defaults") or [] if entry in known), None)
-        return None if parent is None else method_hyperparameters(parent, (*visiting, option))
+def estimator_parameters(target: str | None) -> set[str] | None:
+    """The ``__init__`` arguments of the estimator class ``target`` names (a method file's); None
+    where there is none or it cannot be imported (the run itself names why)."""
     try:
-        estimator = locate(target)
+        estimator = None if target is None else locate(target)
     except ImportError:
         return None
     if not isinstance(estimator, type):
@@ -319,7 +322,7 @@ def check_method_distinct(chosen: list[str]) -> None:
     """Refuse a chosen method file whose records would carry another file's name and variant (a
     copy of ``kmeans.yaml`` whose ``name`` was left): summaries and tables would mix the two. The
     file copied from, chosen alone, runs: the copy is the one to rename."""
-    identities = _method_identities()
+    identities = {option: (file.name, file.variant) for option, file in method_files().items()}
     for option in chosen:
         name, variant = identities[option]
         twins = [

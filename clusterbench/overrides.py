@@ -26,10 +26,10 @@ from clusterbench.catalog import (
     check_option,
     check_source,
     compose_config,
+    estimator_parameters,
     interpolated_keys,
     load_option,
-    method_hyperparameters,
-    method_record_name,
+    method_files,
     option_file,
     option_label,
     options,
@@ -394,19 +394,25 @@ def check_method_override_reach(methods: list[str], given: dict[str, list[str]],
     ``given``: each ``method.…`` key of the command line with its values (a sweep's, listed); a
     method that ``method_seeds`` limits to some seeds may run at none of the sweep's, so it is
     left to its jobs to refuse."""
+    keys = {}  # hyperparameter → its values
     for key, values in given.items():
         name = key.removeprefix("method.").removeprefix("estimator.")
-        if "." in name or name.startswith("_") or name in FILE_KEYS["method"]:
-            continue
-        taking = {method: method_hyperparameters(method) for method in methods}
-        if None in taking.values():  # an estimator that cannot be imported: its job says why
-            continue
+        if "." not in name and not name.startswith("_") and name not in FILE_KEYS["method"]:
+            keys[name] = values
+    if not keys:
+        return
+    every = method_files()
+    files = {method: every[method] for method in methods}
+    taking = {method: estimator_parameters(file.target) for method, file in files.items()}
+    if None in taking.values():  # an estimator that cannot be imported: its job says why
+        return
+    for name, values in keys.items():
         lacking = [
             method
             for method, accepted in taking.items()
-            if name not in accepted and (method_seeds or {}).get(method_record_name(method)) is None
+            if name not in accepted and (method_seeds or {}).get(files[method].name) is None
         ]
-        having = [method_record_name(method) for method, accepted in taking.items() if name in accepted]
+        having = [files[method].name for method, accepted in taking.items() if name in accepted]
         if lacking and having:
             listed = ",".join(map(_grid_value, values)) if values else "VALUE,..."
             grids = " ".join(f"'grids.{method}.{name}=[{listed}]'" for method in dict.fromkeys(having))
