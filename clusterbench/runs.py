@@ -42,12 +42,16 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     return runs.iloc[order].reset_index(drop=True)
 
 
+# The hyperparameters that say where a fit ran, not what it fitted.
+PLACE = ("device", "n_threads")
+
+
 def _params_order(params: str) -> tuple:
-    """A sort key of a run's hyperparameters by name, the device left out (a sweep may run on two
-    machines): numbers by value (3 before 100, NaN after them), lists element by element, other
-    values by their text."""
+    """A sort key of a run's hyperparameters by name, where it ran (:data:`PLACE`) left out (a
+    sweep may run on two machines): numbers by value (3 before 100, NaN after them), lists element
+    by element, other values by their text."""
     return tuple(
-        (name, _value_key(value)) for name, value in sorted(json.loads(params).items()) if name != "device"
+        (name, _value_key(value)) for name, value in sorted(json.loads(params).items()) if name not in PLACE
     )
 
 
@@ -75,10 +79,6 @@ def _one_run_per_fit(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     if metrics and not succeeded.empty:
         kept.update(succeeded.groupby(keys, sort=False)[metrics].first())  # first non-missing value
     return pd.concat([runs[~shared], kept.reset_index().drop(columns="succeeded")], ignore_index=True)
-
-
-# The hyperparameters that say where a fit ran, not what it fitted.
-PLACE = ("device", "n_threads")
 
 
 def _without_twins_elsewhere(runs: pd.DataFrame) -> pd.DataFrame:

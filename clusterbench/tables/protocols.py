@@ -198,9 +198,10 @@ def best_of_weights(n_runs: int, restarts: int) -> np.ndarray:
 
 def _grid_point(params: str, cell_params: pd.Series) -> str:
     """The hyperparameters that vary across a cell's runs (its grid), as ``k=v`` text, valued as
-    in ``params`` (one of the cell's runs)."""
+    in ``params`` (one of the cell's runs). Where a fit ran (device, threads) is not a choice of
+    the grid, though runs of one cell may differ in it (CPU and CUDA twins)."""
     chosen = json.loads(params)
-    return " ".join(f"{k}={chosen[k]}" for k in _varying(cell_params) if k in chosen)
+    return " ".join(f"{k}={chosen[k]}" for k in _varying(cell_params, *PLACE) if k in chosen)
 
 
 def _varying(cell_params: pd.Series, *ignored: str) -> list[str]:
