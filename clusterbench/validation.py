@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from clusterbench.errors import HyperparameterError
 
@@ -166,16 +166,35 @@ def check_enough_points(estimator, n_points: int, n_centroids: int | None = None
         )
 
 
+def check_fit_input(estimator, X, ensure_all_finite: bool = True) -> np.ndarray:
+    """``X`` for ``estimator.fit``: a 2-D float64 or float32 array that torch takes, writeable,
+    with ``n_features_in_`` and, from a DataFrame, ``feature_names_in_`` set (scikit-learn's
+    ``validate_data``), so that predict refuses columns in another order as scikit-learn's
+    estimators do."""
+    X = validate_data(
+        estimator,
+        X,
+        reset=True,
+        dtype=[np.float64, np.float32],
+        force_writeable=True,
+        ensure_all_finite=ensure_all_finite,
+    )
+    return without_negative_strides(X)
+
+
 def check_predict_input(estimator, X, fitted_attribute: str) -> np.ndarray:
-    """``X`` for ``estimator.predict``: fitted, a 2-D float array with the fitted number of features."""
+    """``X`` for ``estimator.predict``: fitted, as :func:`check_fit_input` gives it, with the
+    fitted number of features (and the fitted feature names, where fit had them)."""
     check_is_fitted(estimator, fitted_attribute)
-    X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-    if X.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
-            f"{estimator.n_features_in_} features as input"
-        )
-    return X
+    X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32], force_writeable=True)
+    return without_negative_strides(X)
+
+
+def without_negative_strides(X: np.ndarray) -> np.ndarray:
+    """``X``, or its C-ordered copy where it is a view with a negative stride (``X[::-1]``, a
+    DataFrame's columns reversed), which ``torch.as_tensor`` refuses. Other layouts are kept:
+    a Fortran-ordered file (Yale's, say) reaches the estimators as it always has."""
+    return np.ascontiguousarray(X) if any(stride < 0 for stride in X.strides) else X
 
 
 def check_device(device: str) -> None:

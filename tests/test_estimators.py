@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.datasets import make_blobs
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from clusterbench import methods
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import (
+    ACPIC,
     CLAM,
+    DCEC,
     DEC,
     DKM,
     IDEC,
+    MIADM,
+    MID,
     IsotropicGMM,
+    KhatriRaoDKM,
     KhatriRaoIDEC,
     KhatriRaoKMeans,
     KhatriRaoNaive,
     KMeansCPrime,
     LazyKMeans,
+    PRCut,
+    SpectralKNN,
+    SRKMeans,
+    SupervisedMLP,
 )
 from clusterbench.methods.deep.base import AutoencoderClusterer
+from clusterbench.validation import check_fit_input
 
 ESTIMATORS = {
     "CLAM": lambda **kw: CLAM(n_clusters=3, epochs=2, restarts=1, device="cpu", **kw),
@@ -155,3 +169,93 @@ def test_scikit_learn_estimator_checks(estimator, check):
     """scikit-learn's own contract for estimators: cloning, parameters, fit/predict input handling,
     n_features_in_, pickling, idempotent fit and more."""
     check(estimator)
+
+
+# Every estimator of the package at the smallest scale, on 64 features (an 8 × 8 image for the
+# image methods), for the input contract scikit-learn's users rely on.
+DEPICT_TINY = dict(
+    channels=2, pretrain_epochs=1, pretrain_patience=1, init="kmeans", n_init=1, init_epochs=1,
+    init_patience=1, epochs=1, device="cpu",
+)  # fmt: skip
+EVERY_ESTIMATOR = {
+    **ESTIMATORS,
+    "ACPIC": lambda **kw: ACPIC(3, n_neighbors=5, **kw),
+    "DCEC": lambda **kw: DCEC(
+        3, channels=(2, 2, 2), embedding_dim=2, pretrain_epochs=1, n_init=1, max_iter=5, device="cpu", **kw
+    ),
+    "KhatriRaoDKM": lambda **kw: KhatriRaoDKM(
+        n_clusters=4, **TINY_NETWORK, hadamard_multiplier=None, kr_n_init=1, epochs=1, **kw
+    ),
+    "PRCut": lambda **kw: PRCut(3, n_neighbors=3, steps=5, hidden=8, batch_size=16, device="cpu", **kw),
+    "SpectralKNN": lambda **kw: SpectralKNN(3, n_neighbors=5, n_init=2, **kw),
+    "SRKMeans": lambda **kw: SRKMeans(3, **DEPICT_TINY, **kw),
+    "MIADM": lambda **kw: MIADM(3, **DEPICT_TINY, **kw),
+    "MID": lambda **kw: MID(3, **DEPICT_TINY, **kw),
+    "SupervisedMLP": lambda **kw: SupervisedMLP(hidden=8, epochs=1, device="cpu", **kw),
+}
+IMAGES, IMAGE_LABELS = make_blobs(60, n_features=64, centers=3, cluster_std=2.0, random_state=0)
+
+
+def test_every_estimator_of_the_package_is_in_the_contract_tests():
+    assert sorted(EVERY_ESTIMATOR) == sorted(methods.__all__)
+
+
+def _fit(name, X):
+    model = EVERY_ESTIMATOR[name]()
+    if "random_state" in model.get_params():  # ACPIC has no draw
+        model.set_params(random_state=0)
+    return model.fit(X, IMAGE_LABELS) if name == "SupervisedMLP" else model.fit(X)
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_ESTIMATOR))
+def test_a_view_with_negative_strides_fits_and_predicts_as_its_copy(name, tmp_path, monkeypatch):
+    """X[::-1] and a DataFrame's columns reversed are valid arrays that torch.as_tensor refused
+    (negative strides): they fit and predict as their C-ordered copies."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
+    view = IMAGES[:, ::-1][::-1]
+    copy = np.ascontiguousarray(view)
+    if name == "SupervisedMLP":  # its labels follow the rows
+        view, copy = view[::-1], copy[::-1]
+    model = _fit(name, view)
+    np.testing.assert_array_equal(model.labels_, _fit(name, copy).labels_)
+    if hasattr(model, "predict"):
+        np.testing.assert_array_equal(model.predict(view), model.predict(copy))
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_ESTIMATOR))
+def test_a_dataframes_column_names_are_kept_and_checked_at_predict(name, tmp_path, monkeypatch):
+    """As scikit-learn's estimators: fit on a DataFrame keeps its column names, and predict refuses
+    the same columns in another order (which it had silently scored as the fitted order)."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
+    columns = [f"pixel{i}" for i in range(IMAGES.shape[1])]
+    frame = pd.DataFrame(IMAGES, columns=columns)
+    model = _fit(name, frame)
+    assert list(model.feature_names_in_) == columns and model.n_features_in_ == 64
+    assert not hasattr(_fit(name, IMAGES), "feature_names_in_")
+    if hasattr(model, "predict"):
+        if name != "LazyKMeans":  # whose predict takes the nearest centre, not its lazy assignment
+            np.testing.assert_array_equal(model.predict(frame), model.labels_)
+        with pytest.raises(ValueError, match="The feature names should match"):
+            model.predict(frame[columns[::-1]])
+
+
+def test_the_supervised_mlp_takes_its_labels_as_one_column():
+    """y of shape (n, 1) (df[['label']]) is flattened with scikit-learn's DataConversionWarning,
+    as its classifiers do; it had been refused."""
+    column = pd.DataFrame({"label": IMAGE_LABELS})
+    with pytest.warns(DataConversionWarning):
+        model = SupervisedMLP(hidden=8, epochs=1, device="cpu", random_state=0).fit(IMAGES, column)
+    flat = SupervisedMLP(hidden=8, epochs=1, device="cpu", random_state=0).fit(IMAGES, IMAGE_LABELS)
+    np.testing.assert_array_equal(model.labels_, flat.labels_)
+    with pytest.raises(ValueError, match=r"y must be one label per point, got shape \(60, 2\)"):
+        SupervisedMLP(hidden=8, epochs=1, device="cpu").fit(IMAGES, np.stack([IMAGE_LABELS] * 2, 1))
+
+
+def test_the_input_check_copies_only_what_torch_refuses():
+    """A view with a negative stride is copied in C order; a Fortran-ordered array (three of the
+    data folder's files: Yale, Mice Protein, Soybean) is kept as it is, so their fits do not move."""
+    fortran = np.asfortranarray(IMAGES)
+    assert check_fit_input(KMeansCPrime(3), fortran) is fortran
+    reversed_rows = check_fit_input(KMeansCPrime(3), IMAGES[::-1])
+    assert reversed_rows.flags.c_contiguous
+    np.testing.assert_array_equal(reversed_rows, IMAGES[::-1])

@@ -34,7 +34,6 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils.validation import check_array
 
 from clusterbench.progress import progress_bar
 from clusterbench.validation import (
@@ -43,6 +42,7 @@ from clusterbench.validation import (
     POSITIVE_REAL,
     Constraint,
     check_enough_points,
+    check_fit_input,
     check_hyperparameters,
     in_interval,
 )
@@ -77,9 +77,8 @@ class ACPIC(ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         check_hyperparameters(self, self._checks())
-        X = check_array(X, dtype=[np.float64, np.float32])
+        X = check_fit_input(self, X)
         check_enough_points(self, len(X))
-        self.n_features_in_ = X.shape[1]
         n = len(X)
         k = min(self.n_neighbors, n - 1)
         distances, neighbours = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)

@@ -39,7 +39,6 @@ import torch
 import torch.nn.functional as F
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import kmeans_plusplus
-from sklearn.utils.validation import check_array
 
 from clusterbench.methods._seeding import gaussian_prototypes, restart_seeds
 from clusterbench.metrics import silhouette
@@ -50,6 +49,7 @@ from clusterbench.validation import (
     Constraint,
     TorchHyperparameters,
     check_enough_points,
+    check_fit_input,
     check_predict_input,
     in_interval,
     is_int,
@@ -316,10 +316,9 @@ class CLAM(TorchHyperparameters, ClusterMixin, BaseEstimator):
     def fit(self, X, y=None):
         self._validate_params()
         with torch_threads(self.n_threads):
-            X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
+            X = check_fit_input(self, X)
             if self.init != "gaussian":  # 'random' and 'k-means++' draw k distinct data points
                 check_enough_points(self, len(X))
-            self.n_features_in_ = X.shape[1]
             self.device_ = resolve_device(self.device)
             self.restart_seeds_ = restart_seeds(self.random_state, self.restarts)
             data = self._points(X)

@@ -54,7 +54,6 @@ from typing import ClassVar
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_array
 
 from clusterbench.methods._seeding import restart_seeds
 from clusterbench.validation import (
@@ -65,6 +64,7 @@ from clusterbench.validation import (
     Constraint,
     TorchHyperparameters,
     check_enough_points,
+    check_fit_input,
     check_predict_input,
     is_int,
     optional,
@@ -193,10 +193,9 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._validate_params()
-        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
+        X = check_fit_input(self, X)
         n, n_features = X.shape
         check_enough_points(self, n)
-        self.n_features_in_ = n_features
         self.device_ = resolve_device(self.device)
         with torch_threads(self.n_threads):
             raw = torch.as_tensor(X, dtype=torch.float64, device=self.device_)

@@ -59,7 +59,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from clusterbench.methods._seeding import restart_seeds
 from clusterbench.validation import (
@@ -69,6 +69,7 @@ from clusterbench.validation import (
     Constraint,
     TorchHyperparameters,
     check_enough_points,
+    check_fit_input,
     check_predict_input,
     is_int,
     one_of,
@@ -385,8 +386,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._validate_params()
-        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-        self.n_features_in_ = X.shape[1]
+        X = check_fit_input(self, X)
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
         check_enough_points(self, len(X), self.n_centroids_)
         with torch_threads(self.n_threads):

@@ -17,11 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from sklearn.utils.validation import check_array
 
 from clusterbench.methods._seeding import resolve_seed
 from clusterbench.methods.kr_kmeans import (
@@ -37,6 +35,7 @@ from clusterbench.validation import (
     POSITIVE_INT,
     Constraint,
     check_enough_points,
+    check_fit_input,
     resolve_device,
     torch_threads,
 )
@@ -105,8 +104,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._validate_params()
-        X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
-        self.n_features_in_ = X.shape[1]
+        X = check_fit_input(self, X)
         self.sizes_, self.n_centroids_ = centroid_layout(self.n_clusters, self.n_sets, self.h)
         check_enough_points(self, len(X), self.n_centroids_)
         seed = resolve_seed(self.random_state)

@@ -66,6 +66,7 @@ from clusterbench.validation import (
     Constraint,
     TorchHyperparameters,
     check_enough_points,
+    check_fit_input,
     check_predict_input,
     flush_denormals,
     in_interval,
@@ -354,7 +355,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         """Train the encoder by Algorithm 1 on ``X``; ``y`` is used only by ``similarity='labels'``."""
         self._validate_params()
         name = type(self).__name__
-        X = graphs.check_points(X, name)
+        X = graphs.check_points(check_fit_input(self, X, ensure_all_finite=False), name)
         n = len(X)
         self._check_n_points(n)
         if self.similarity == "labels":
@@ -366,7 +367,6 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
             y = np.asarray(y).reshape(-1)
             if len(y) != n:
                 raise HyperparameterError(f"{name}: y has {len(y)} labels for {n} points")
-        self.n_features_in_ = X.shape[1]
         with torch_threads(self.n_threads), flush_denormals():
             self.device_ = resolve_device(self.device)
             seed = resolve_seed(self.random_state)

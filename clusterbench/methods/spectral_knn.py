@@ -32,6 +32,7 @@ from clusterbench.validation import (
     NUMPY_SEED,
     POSITIVE_INT,
     POSITIVE_REAL,
+    check_fit_input,
     check_hyperparameters,
     one_of,
     optional,
@@ -153,9 +154,8 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
         ``fit`` chooses from, for a look at runs it does not keep (``scripts/sc_selection.py``)."""
         self._validate_params()
         name = type(self).__name__
-        X = graphs.check_points(X, name)
+        X = graphs.check_points(check_fit_input(self, X, ensure_all_finite=False), name)
         self._check_n_points(len(X))
-        self.n_features_in_ = X.shape[1]
         random = check_random_state(self.random_state)
         W = graphs.knn_graph(X, self.n_neighbors, "symmetric")
         values, vectors = smallest_eigenvectors(

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
@@ -31,6 +32,7 @@ from clusterbench.validation import (
     POSITIVE_REAL,
     Constraint,
     TorchHyperparameters,
+    check_fit_input,
     check_predict_input,
     flush_denormals,
     one_of,
@@ -104,15 +106,16 @@ class SupervisedMLP(TorchHyperparameters, ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         if y is None:
             raise HyperparameterError(f"{name} is supervised: it needs the true labels, fit(X, y)")
-        X = graphs.check_points(X, name)
+        X = graphs.check_points(check_fit_input(self, X, ensure_all_finite=False), name)
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:  # one column (df[['label']]): as scikit-learn takes it
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1 or len(y) != len(X):
             raise ValueError(
                 f"{name}: y must be one label per point, got shape {y.shape} for {len(X)} points"
             )
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        self.n_features_in_ = X.shape[1]
         with torch_threads(self.n_threads), flush_denormals():
             self.device_ = resolve_device(self.device)
             seed = resolve_seed(self.random_state)

@@ -36,7 +36,6 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
-from sklearn.utils.validation import check_array
 from torch import nn
 
 from clusterbench.errors import HyperparameterError
@@ -54,6 +53,7 @@ from clusterbench.validation import (
     Constraint,
     TorchHyperparameters,
     check_enough_points,
+    check_fit_input,
     check_predict_input,
     flush_denormals,
     in_interval,
@@ -304,9 +304,8 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
         from the cache), and the generator of the clustering phase seeded."""
         self._validate_params()
         with torch_threads(self.n_threads), flush_denormals():
-            X = check_array(X, dtype=[np.float64, np.float32], force_writeable=True)
+            X = check_fit_input(self, X)
             check_enough_points(self, len(X))
-            self.n_features_in_ = X.shape[1]
             self.device_ = resolve_device(self.device)
             seed = resolve_seed(self.random_state)
             self._learn_input(X)
