@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.utils import assert_all_finite
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from clusterbench.errors import HyperparameterError
@@ -166,19 +167,19 @@ def check_enough_points(estimator, n_points: int, n_centroids: int | None = None
         )
 
 
+# How the estimators take X (validate_data's options; the finite check is made apart, below).
+_FLOAT_INPUT = dict(dtype=[np.float64, np.float32], force_writeable=True, ensure_all_finite=False)
+
+
 def check_fit_input(estimator, X, ensure_all_finite: bool = True) -> np.ndarray:
     """``X`` for ``estimator.fit``: a 2-D float64 or float32 array that torch takes, writeable,
     with ``n_features_in_`` and, from a DataFrame, ``feature_names_in_`` set (scikit-learn's
     ``validate_data``), so that predict refuses columns in another order as scikit-learn's
-    estimators do."""
-    X = validate_data(
-        estimator,
-        X,
-        reset=True,
-        dtype=[np.float64, np.float32],
-        force_writeable=True,
-        ensure_all_finite=ensure_all_finite,
-    )
+    estimators do. NaN or infinity is refused in scikit-learn's one line (``Input X contains
+    NaN.``), without the paragraph of advice it adds for a named estimator."""
+    X = validate_data(estimator, X, reset=True, **_FLOAT_INPUT)
+    if ensure_all_finite:
+        assert_all_finite(X, input_name="X")
     return without_negative_strides(X)
 
 
@@ -186,7 +187,8 @@ def check_predict_input(estimator, X, fitted_attribute: str) -> np.ndarray:
     """``X`` for ``estimator.predict``: fitted, as :func:`check_fit_input` gives it, with the
     fitted number of features (and the fitted feature names, where fit had them)."""
     check_is_fitted(estimator, fitted_attribute)
-    X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32], force_writeable=True)
+    X = validate_data(estimator, X, reset=False, **_FLOAT_INPUT)
+    assert_all_finite(X, input_name="X")
     return without_negative_strides(X)
 
 

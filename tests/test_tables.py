@@ -139,6 +139,21 @@ def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     assert chosen["ours_std"] == pytest.approx(0.1)
 
 
+def test_best_mean_averages_a_points_seeds_wherever_they_ran():
+    """A grid point's seeds fitted on CPU and on CUDA (or at two thread counts) are one point:
+    its mean is over both (u=1: 0.5, so u=2's 0.6 wins), not one group per machine (u=1 on the
+    CPU alone: 0.9)."""
+    records = frame(
+        run("zoo", "dec", 0, {"u": 1, "device": "cpu", "n_threads": 1}, {"sc": 0.9}),
+        run("zoo", "dec", 1, {"u": 1, "device": "cuda", "n_threads": 2}, {"sc": 0.1}),
+        run("zoo", "dec", 0, {"u": 2, "device": "cpu", "n_threads": 1}, {"sc": 0.6}),
+        run("zoo", "dec", 1, {"u": 2, "device": "cpu", "n_threads": 2}, {"sc": 0.6}),
+    )
+    chosen = select(wide_runs(records), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "sc")
+    assert chosen["selected"] == "u=2" and chosen["ours"] == pytest.approx(0.6)
+    assert chosen["ours_std"] == pytest.approx(0.0) and chosen["n_seeds"] == 2
+
+
 def test_best_mean_gives_a_tie_to_the_smaller_value_not_the_earlier_text():
     # "100" sorts before "3" as text; update_interval 3 must win the tie, as protocol best does
     records = frame(

@@ -84,8 +84,9 @@ def _best(cell: CellRuns) -> dict:
 def _best_mean(cell: CellRuns) -> dict:
     valid, by, metric, grid = cell.runs, cell.by, cell.metric, cell.grid
     groups = valid.assign(
-        grid_point=valid["params"].map(lambda p: params_without(p, "random_state"))
+        grid_point=valid["params"].map(lambda p: params_without(p, "random_state", *PLACE))
     ).groupby("grid_point", sort=False)  # runs come in grid order, so ties go to the first point
+    # (a point's seeds fitted on two machines are one point: where a fit ran is no choice)
     means = groups[by].mean().sum(axis=1).sort_values(ascending=cell.ascending, kind="stable")
     chosen = groups.get_group(means.index[0])
     selected = _grid_point(chosen["params"].iloc[0], grid)
