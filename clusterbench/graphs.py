@@ -46,7 +46,7 @@ from sklearn.utils.validation import check_array
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods.deep.cache import array_digest, cache_folder
 from clusterbench.results import atomic_write_bytes
-from clusterbench.validation import is_int, without_negative_strides
+from clusterbench.validation import is_int
 
 GRAPHS = ("symmetric", "directed")
 MAGIC = b"CBKNN001"  # the format's name and version
@@ -66,7 +66,12 @@ def knn_cache_folder(folder: str | Path | None = None) -> Path:
 def check_points(X, who: str = "the kNN graph") -> np.ndarray:
     """``X`` as a 2-D float array, or HyperparameterError in one line for NaN or infinite entries."""
     X = check_array(X, dtype=[np.float64, np.float32], ensure_all_finite=False, force_writeable=True)
-    X = without_negative_strides(X)
+    return check_finite(X, who)
+
+
+def check_finite(X: np.ndarray, who: str) -> np.ndarray:
+    """``X`` (an array), or HyperparameterError in one line naming its first row with NaN or
+    infinity: the graph estimators' own message, which names the dataset setting that fixes it."""
     finite = np.isfinite(X)
     if not finite.all():
         row = int(np.flatnonzero(~finite.all(1))[0])

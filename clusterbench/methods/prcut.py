@@ -355,7 +355,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         """Train the encoder by Algorithm 1 on ``X``; ``y`` is used only by ``similarity='labels'``."""
         self._validate_params()
         name = type(self).__name__
-        X = graphs.check_points(check_fit_input(self, X, ensure_all_finite=False), name)
+        X = graphs.check_finite(check_fit_input(self, X, ensure_all_finite=False), name)
         n = len(X)
         self._check_n_points(n)
         if self.similarity == "labels":

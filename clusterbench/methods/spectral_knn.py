@@ -154,7 +154,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
         ``fit`` chooses from, for a look at runs it does not keep (``scripts/sc_selection.py``)."""
         self._validate_params()
         name = type(self).__name__
-        X = graphs.check_points(check_fit_input(self, X, ensure_all_finite=False), name)
+        X = graphs.check_finite(check_fit_input(self, X, ensure_all_finite=False), name)
         self._check_n_points(len(X))
         random = check_random_state(self.random_state)
         W = graphs.knn_graph(X, self.n_neighbors, "symmetric")

@@ -106,7 +106,7 @@ class SupervisedMLP(TorchHyperparameters, ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         if y is None:
             raise HyperparameterError(f"{name} is supervised: it needs the true labels, fit(X, y)")
-        X = graphs.check_points(check_fit_input(self, X, ensure_all_finite=False), name)
+        X = graphs.check_finite(check_fit_input(self, X, ensure_all_finite=False), name)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:  # one column (df[['label']]): as scikit-learn takes it
             y = column_or_1d(y, warn=True)
