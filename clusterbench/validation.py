@@ -41,10 +41,21 @@ NON_NEGATIVE_INT = Constraint(lambda v: is_int(v) and v >= 0, "an integer ≥ 0"
 POSITIVE_REAL = Constraint(lambda v: is_real(v) and v > 0, "a number > 0")
 NON_NEGATIVE_REAL = Constraint(lambda v: is_real(v) and v >= 0, "a number ≥ 0")
 BOOLEAN = Constraint(lambda v: isinstance(v, bool), "true or false")
-# Seeds as torch's generators take them (a signed 64-bit integer; restart_seeds draws 63-bit
-# ones), and as NumPy's legacy RandomState, which scikit-learn seeds, takes them.
-TORCH_SEED = Constraint(lambda v: is_int(v) and 0 <= v < 2**63, "an integer in [0, 2**63)")
-NUMPY_SEED = Constraint(lambda v: is_int(v) and 0 <= v < 2**32, "an integer in [0, 2**32)")
+_NUMPY_GENERATORS = (np.random.RandomState, np.random.Generator)
+
+
+def _random_state(bound: int) -> Constraint:
+    """``random_state`` as scikit-learn takes it: None, a seed below ``bound`` (torch's generators
+    take a signed 64-bit integer, NumPy's legacy RandomState, which scikit-learn seeds, 32 bits),
+    or a NumPy RandomState or Generator, from which each fit draws its seed."""
+    return Constraint(
+        lambda v: v is None or (is_int(v) and 0 <= v < bound) or isinstance(v, _NUMPY_GENERATORS),
+        f"None, an integer in [0, 2**{bound.bit_length() - 1}), or a NumPy RandomState or Generator",
+    )
+
+
+TORCH_RANDOM_STATE = _random_state(2**63)
+NUMPY_RANDOM_STATE = _random_state(2**32)
 
 _BRACKETS = {"neither": "()", "left": "[)", "right": "(]", "both": "[]"}
 
@@ -84,7 +95,7 @@ def check_hyperparameters(estimator, checks: Iterable[tuple[str, Constraint]]) -
 
 # The last checks of every torch estimator's list (its seed, device and n_threads, those it takes).
 SEED_AND_DEVICE_CHECKS = (
-    ("random_state", optional(TORCH_SEED)),
+    ("random_state", TORCH_RANDOM_STATE),
     ("device", one_of(DEVICES)),
     ("n_threads", optional(POSITIVE_INT)),
 )

@@ -61,7 +61,7 @@ X = np.random.default_rng(0).normal(size=(60, 4))
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_a_negative_seed_is_a_hyperparameter_error(name):
-    with pytest.raises(HyperparameterError, match="random_state must be None or an integer"):
+    with pytest.raises(HyperparameterError, match="random_state must be None, an integer in"):
         ESTIMATORS[name](random_state=-1).fit(X)
 
 
@@ -271,3 +271,40 @@ def test_nan_in_fit_or_predict_is_refused_in_one_line(name):
         ESTIMATORS[name](random_state=0).fit(holed)
     with pytest.raises(ValueError, match=r"^Input X contains NaN\.$"):
         ESTIMATORS[name](random_state=0).fit(X).predict(holed)
+
+
+# Noise, on which a clustering depends on its seed: a fit seeded wrongly shows in its labels.
+NOISE = np.random.default_rng(1).normal(size=(60, 64))
+
+
+def _seeded_fit(name, random_state):
+    model = EVERY_ESTIMATOR[name](random_state=random_state)
+    return model.fit(NOISE, IMAGE_LABELS) if name == "SupervisedMLP" else model.fit(NOISE)
+
+
+@pytest.mark.parametrize("name", sorted(set(EVERY_ESTIMATOR) - {"ACPIC"}))  # ACPIC has no draw
+@pytest.mark.parametrize("source", [np.random.RandomState, np.random.default_rng])
+def test_a_numpy_random_state_seeds_a_fit_as_the_int_it_draws(name, source, tmp_path, monkeypatch):
+    """random_state takes a NumPy RandomState or Generator, as scikit-learn's estimators do (it was
+    refused): the fit is the one seeded by the integer it draws, for torch's generators a 63-bit
+    draw, for SpectralKNN's NumPy draws the RandomState itself (a Generator's: one seeded by a
+    32-bit draw of it)."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
+    if name != "SpectralKNN":
+        seed = int(
+            source(7).randint(2**63 - 1, dtype=np.int64)
+            if source is np.random.RandomState
+            else source(7).integers(2**63 - 1)
+        )
+    else:
+        seed = 7 if source is np.random.RandomState else int(source(7).integers(2**32))
+    labels = _seeded_fit(name, source(7)).labels_
+    np.testing.assert_array_equal(labels, _seeded_fit(name, seed).labels_)
+
+
+def test_one_random_state_seeds_each_fit_with_its_next_draw():
+    """As with scikit-learn's estimators, an instance's state advances: two fits draw two seeds."""
+    state, draws = np.random.RandomState(3), np.random.RandomState(3)
+    model = KMeansCPrime(3, c_prime=1, device="cpu", random_state=state)
+    for _ in range(2):
+        assert model.fit(NOISE).restart_seeds_ == [int(draws.randint(2**63 - 1, dtype=np.int64))]

@@ -35,7 +35,7 @@ from clusterbench.validation import (
 
 ESTIMATORS = [CLAM, DEC, IsotropicGMM, KhatriRaoKMeans, KhatriRaoNaive, KMeansCPrime, LazyKMeans]
 SEED_AND_DEVICE = [
-    ("random_state", "None or an integer in [0, 2**63)"),
+    ("random_state", "None, an integer in [0, 2**63), or a NumPy RandomState or Generator"),
     ("device", "one of auto, cpu, cuda"),
     ("n_threads", "None or an integer ≥ 1"),
 ]
@@ -175,7 +175,8 @@ def test_every_hyperparameter_is_checked_in_order_with_its_message(cls):
         ),
         (
             KhatriRaoNaive(random_state=True),
-            "KhatriRaoNaive random_state must be None or an integer in [0, 2**63), got True",
+            "KhatriRaoNaive random_state must be None, an integer in [0, 2**63), "
+            "or a NumPy RandomState or Generator, got True",
         ),
     ],
     ids=lambda v: type(v).__name__ if not isinstance(v, str) else "",
@@ -191,10 +192,11 @@ def test_seeds_are_bounded_by_the_generators_that_take_them():
 
     assert outcome(KMeansCPrime(random_state=2**63 - 1)) == "ok"
     assert outcome(KMeansCPrime(random_state=2**63)) == (
-        f"KMeansCPrime random_state must be None or an integer in [0, 2**63), got {2**63}"
+        "KMeansCPrime random_state must be None, an integer in [0, 2**63), "
+        f"or a NumPy RandomState or Generator, got {2**63}"
     )
     with pytest.raises(
-        HyperparameterError, match=r"random_state must be None or an integer in \[0, 2\*\*32\)"
+        HyperparameterError, match=r"random_state must be None, an integer in \[0, 2\*\*32\), or a NumPy"
     ):
         SpectralKNN(n_clusters=2, n_neighbors=3, random_state=2**32).fit([[0.0], [1.0], [2.0], [3.0]])
 
@@ -240,9 +242,12 @@ BASES = {
     KhatriRaoNaive: [{"aggregator": "sum"}],
     KMeansCPrime: [{"n_clusters": 2}, {"n_clusters": "x"}, {"n_clusters": 100}],
 }
-# Recorded again when random_state's bound was added: the old sweep with "an integer ≥ 0" replaced
-# by "an integer in [0, 2**63)" in its random_state messages is this sweep, line for line.
-SWEEP_SHA256 = "b084e1ea4a0b4667f33271ffd71fd5b4caeb1d0383a3d201aee9f3a0e295eca3"
+# Recorded again when random_state's bound was added (the old sweep with "an integer ≥ 0" replaced
+# by "an integer in [0, 2**63)" in its random_state messages was that sweep, line for line), and
+# when random_state took NumPy's RandomState and Generator: the previous sweep with "None or an
+# integer in [0, 2**63)" replaced by "None, an integer in [0, 2**63), or a NumPy RandomState or
+# Generator" (679 lines) is this sweep, line for line (checked before recording).
+SWEEP_SHA256 = "504eb2309e8ad736cfb4ddbdcaaca024666118972a7b9110c4ba3607b460c9a4"
 # Hyperparameters added after the digest was recorded; the ordered-messages test above covers them.
 ADDED_SINCE = {KMeansCPrime: {"track_likelihood"}}
 

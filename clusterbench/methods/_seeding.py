@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from sklearn.utils import check_random_state
 
 # init="gaussian": prototypes start at N(0.1, 0.1²) in every coordinate (the authors' code).
 INIT_MEAN, INIT_STD = 0.1, 0.1
@@ -15,18 +16,35 @@ def _seed63(entropy=None) -> int:
     return int(np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]) >> 1
 
 
-def resolve_seed(random_state: int | None) -> int:
-    """``random_state`` itself, or a fresh random 63-bit seed when it is None."""
-    return _seed63() if random_state is None else int(random_state)
+def resolve_seed(random_state) -> int:
+    """The seed of a fit: ``random_state`` itself (an int), a fresh random 63-bit seed when it is
+    None, or one drawn from a NumPy RandomState or Generator, whose state each fit advances (as
+    scikit-learn's estimators draw from one)."""
+    if random_state is None:
+        return _seed63()
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**63 - 1, dtype=np.int64))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**63 - 1))
+    return int(random_state)
 
 
-def restart_seeds(random_state: int | None, restarts: int) -> list[int]:
+def numpy_random_state(random_state) -> np.random.RandomState:
+    """scikit-learn's ``check_random_state`` that also takes a NumPy Generator (seeding a
+    RandomState from one draw of it): for the estimators whose randomness is NumPy's."""
+    if isinstance(random_state, np.random.Generator):
+        return np.random.RandomState(int(random_state.integers(2**32)))
+    return check_random_state(random_state)
+
+
+def restart_seeds(random_state, restarts: int) -> list[int]:
     """The torch seed of each restart.
 
-    Restart 0 takes ``random_state`` itself, so ``restarts=1`` is the plain seeded run; restart
-    r > 0 takes a 63-bit hash of (random_state, r), so jobs with neighbouring seeds share no
-    restart. A fit with ``restarts=1, random_state=restart_seeds(s, R)[r]`` repeats restart r of a
-    fit with ``random_state=s`` exactly, and adding restarts leaves the existing ones unchanged.
+    Restart 0 takes the fit's seed (:func:`resolve_seed`: an int ``random_state`` itself), so
+    ``restarts=1`` is the plain seeded run; restart r > 0 takes a 63-bit hash of (seed, r), so
+    jobs with neighbouring seeds share no restart. A fit with ``restarts=1,
+    random_state=restart_seeds(s, R)[r]`` repeats restart r of a fit with ``random_state=s``
+    exactly, and adding restarts leaves the existing ones unchanged.
     """
     base = resolve_seed(random_state)
     return [base, *(_seed63([base, r]) for r in range(1, restarts))]

@@ -27,15 +27,15 @@ from sklearn.utils import check_random_state
 
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
+from clusterbench.methods._seeding import numpy_random_state
 from clusterbench.validation import (
     AT_LEAST_TWO,
-    NUMPY_SEED,
+    NUMPY_RANDOM_STATE,
     POSITIVE_INT,
     POSITIVE_REAL,
     check_fit_input,
     check_hyperparameters,
     one_of,
-    optional,
 )
 
 LAPLACIANS = ("unnormalized", "normalized")
@@ -124,7 +124,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
                 ("eigen_solver", one_of(EIGEN_SOLVERS)),
                 ("n_init", POSITIVE_INT),
                 ("tol", POSITIVE_REAL),
-                ("random_state", optional(NUMPY_SEED)),
+                ("random_state", NUMPY_RANDOM_STATE),
             ],
         )
 
@@ -156,7 +156,7 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
         name = type(self).__name__
         X = graphs.check_finite(check_fit_input(self, X, ensure_all_finite=False), name)
         self._check_n_points(len(X))
-        random = check_random_state(self.random_state)
+        random = numpy_random_state(self.random_state)
         W = graphs.knn_graph(X, self.n_neighbors, "symmetric")
         values, vectors = smallest_eigenvectors(
             laplacian(W, self.laplacian), self.n_clusters, self.eigen_solver, random.randint(2**31), self.tol
