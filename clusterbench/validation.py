@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
@@ -214,6 +215,21 @@ def check_device(device: str) -> None:
     """A device name is one of DEVICES (checked without importing torch)."""
     if device not in DEVICES:
         raise HyperparameterError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+
+
+def loading_device(fitted_on: str) -> str:
+    """Where a fitted model loads (unpickled): the device it was fitted on, or the CPU, with a
+    warning, when that is ``cuda`` and no GPU is visible here (a GPU server's model on a laptop)."""
+    import torch
+
+    if fitted_on == "cuda" and not torch.cuda.is_available():
+        warnings.warn(
+            "this model was fitted on cuda, and no CUDA GPU is visible here: it is loaded on the CPU",
+            UserWarning,
+            stacklevel=3,
+        )
+        return "cpu"
+    return fitted_on
 
 
 def resolve_device(device: str) -> str:

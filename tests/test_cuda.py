@@ -7,6 +7,11 @@ fit ran. CLAM starts from k-means++ here: from its default Gaussian prototypes a
 merges two of these blobs in about half the seeds on either device (measured on an H100).
 """
 
+import os
+import pickle
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -122,3 +127,43 @@ def test_an_interrupted_prcut_fit_on_cuda_resumes_to_the_same_fit(blobs, monkeyp
     np.testing.assert_array_equal(resumed.labels_, whole.labels_)
     np.testing.assert_allclose(resumed.history_["bound"], whole.history_["bound"], rtol=1e-5, atol=1e-7)
     assert not list((tmp_path / "cache").glob("*.partial"))
+
+
+# A model fitted on the GPU, loaded in a process that sees none (CUDA_VISIBLE_DEVICES empty).
+LOAD_WITHOUT_GPU = """
+import pickle, sys, warnings
+import numpy as np
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model = pickle.loads(open(sys.argv[1], "rb").read())
+assert any("no CUDA GPU is visible here" in str(w.message) for w in caught), caught
+np.save(sys.argv[3], model.predict(np.load(sys.argv[2])))
+print(model.device_)
+"""
+
+
+@pytest.mark.parametrize("name", ["IDEC", "PRCut", "SRKMeans"])
+def test_a_model_fitted_on_cuda_predicts_in_a_process_without_a_gpu(name, blobs, tmp_path):
+    """Pickle's own form of a CUDA tensor loads only where CUDA is: the network, head and prior
+    travel device-free and load on the CPU, with a warning, where no GPU is (a network with its
+    head, PRCut's state dict, SR-K-means' prior tensor)."""
+    X, _ = blobs
+    if name == "SRKMeans":
+        X, params = X / np.abs(X).max(), DEPICT
+    else:
+        params = CASES[name]
+    model = getattr(methods, name)(n_clusters=4, random_state=0, device="cuda", **params).fit(X)
+    (tmp_path / "model.pkl").write_bytes(pickle.dumps(model))
+    np.save(tmp_path / "X.npy", X)
+    environment = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    command = [
+        sys.executable,
+        "-c",
+        LOAD_WITHOUT_GPU,
+        *(str(tmp_path / f) for f in ("model.pkl", "X.npy", "p.npy")),
+    ]
+    result = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["cpu"]
+    # The same weights on another device: labels equal up to points on a rounding's edge.
+    assert adjusted_rand_score(model.predict(X), np.load(tmp_path / "p.npy")) > 0.99

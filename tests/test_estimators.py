@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pickle
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -308,3 +312,44 @@ def test_one_random_state_seeds_each_fit_with_its_next_draw():
     model = KMeansCPrime(3, c_prime=1, device="cpu", random_state=state)
     for _ in range(2):
         assert model.fit(NOISE).restart_seeds_ == [int(draws.randint(2**63 - 1, dtype=np.int64))]
+
+
+# The estimators whose fit keeps torch modules or tensors (a network, a head, a prior).
+HOLDING_TORCH_STATE = [
+    "DCEC", "DEC", "DKM", "IDEC", "KhatriRaoDKM", "KhatriRaoIDEC", "MIADM", "MID", "PRCut", "SRKMeans",
+    "SupervisedMLP",
+]  # fmt: skip
+
+
+def test_the_estimators_holding_torch_state_are_listed():
+    def holds_torch(model):
+        return any(isinstance(value, torch.Tensor | torch.nn.Module) for value in vars(model).values())
+
+    fitted = {name: _fit(name, IMAGES) for name in EVERY_ESTIMATOR}
+    assert sorted(name for name, model in fitted.items() if holds_torch(model)) == HOLDING_TORCH_STATE
+
+
+@pytest.mark.parametrize("name", HOLDING_TORCH_STATE)
+def test_a_model_fitted_on_cuda_loads_on_the_cpu_where_no_gpu_is(name, tmp_path, monkeypatch):
+    """Pickle's own form of a CUDA tensor loads only where CUDA is, so a model fitted on a GPU
+    server did not open on a laptop. Its torch state now travels device-free and loads on the
+    device it was fitted on, or, with a warning, on the CPU. Simulated here: a CPU fit marked as
+    fitted on cuda, loaded where torch sees no GPU (tests/test_cuda.py runs the real one)."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    model = _fit(name, IMAGES)
+    expected = model.predict(IMAGES)
+    model.device_ = "cuda"
+    assert not any(
+        isinstance(value, torch.Tensor | torch.nn.Module) for value in model.__getstate__().values()
+    )
+    with pytest.warns(
+        UserWarning, match="fitted on cuda, and no CUDA GPU is visible here: it is loaded on the CPU"
+    ):
+        loaded = pickle.loads(pickle.dumps(model))
+    assert loaded.device_ == "cpu" and model.device_ == "cuda"  # the pickled model itself unchanged
+    np.testing.assert_array_equal(loaded.predict(IMAGES), expected)
+    model.device_ = "cpu"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a CPU fit loads without a word
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(IMAGES), expected)

@@ -70,6 +70,7 @@ from clusterbench.validation import (
     check_predict_input,
     flush_denormals,
     in_interval,
+    loading_device,
     one_of,
     resolve_device,
     torch_threads,
@@ -301,8 +302,11 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         self.n_threads = n_threads
 
     def __getstate__(self):
-        """Pickled with the encoder's state dict: torch cannot pickle weight-normalised modules."""
-        state = self.__dict__.copy()
+        """Pickled with the encoder's state dict, on the CPU: torch cannot pickle weight-normalised
+        modules, and a CUDA tensor loads only where CUDA is. Loaded on the device it was fitted on,
+        or on the CPU where that is a GPU this machine lacks (:func:`loading_device`). Written for
+        SupervisedMLP too, which shares it: scikit-learn's methods are named, not super()'s."""
+        state = dict(BaseEstimator.__getstate__(self))  # the instance's own __dict__, for a non-sklearn class
         if "network_" in state:
             network = state.pop("network_")
             state["_network_state"] = {name: value.cpu() for name, value in network.state_dict().items()}
@@ -310,11 +314,12 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         return state
 
     def __setstate__(self, state):
+        state = dict(state)
         network_state = state.pop("_network_state", None)
         shape = state.pop("_network_shape", None)
-        self.__dict__.update(state)
+        BaseEstimator.__setstate__(self, state)
         if network_state is not None:
-            device = self.__dict__.get("device_", "cpu")
+            device = self.device_ = loading_device(self.__dict__.get("device_", "cpu"))
             self.network_ = encoder(*shape, self.n_layers, self.hidden, self.weight_norm).to(device)
             self.network_.load_state_dict(network_state)
 

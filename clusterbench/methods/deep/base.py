@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import math
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -58,6 +59,7 @@ from clusterbench.validation import (
     flush_denormals,
     in_interval,
     is_int,
+    loading_device,
     one_of,
     optional,
     resolve_device,
@@ -232,6 +234,10 @@ class FitStart(NamedTuple):
     seed: int
 
 
+# The key of a pickled deep clusterer's torch blob (DeepClusterer.__getstate__).
+_TORCH_BLOB = "_torch_state"
+
+
 class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     """The loop every deep clusterer shares (module docstring); not an estimator by itself.
 
@@ -256,6 +262,32 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     centroid_lr = None
     labels_by = "assignment"
     pretrain_seed = None
+
+    # ---------------------------------------------------------------- pickling
+
+    def __getstate__(self):
+        """Picklable wherever it loads: the fitted modules and tensors (network, head, a prior)
+        travel as one ``torch.save`` blob, which :meth:`__setstate__` maps to the device the model
+        was fitted on, or to the CPU where that is a GPU this machine lacks (pickle's own form of
+        a CUDA tensor loads only where CUDA is)."""
+        state = super().__getstate__()
+        fitted = {name: value for name, value in state.items() if isinstance(value, torch.Tensor | nn.Module)}
+        if fitted:
+            blob = io.BytesIO()
+            torch.save(fitted, blob)
+            state = {name: value for name, value in state.items() if name not in fitted}
+            state[_TORCH_BLOB] = blob.getvalue()
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        blob = state.pop(_TORCH_BLOB, None)
+        if "device_" in state:
+            state["device_"] = loading_device(state["device_"])
+        if blob is not None:
+            device = state.get("device_", "cpu")
+            state.update(torch.load(io.BytesIO(blob), map_location=device, weights_only=False))
+        super().__setstate__(state)
 
     # ---------------------------------------------------------------- subclass contract
 
