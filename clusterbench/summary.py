@@ -24,14 +24,15 @@ import pandas as pd
 
 from clusterbench.errors import UserError
 from clusterbench.results import load_records, records_folder
-from clusterbench.runs import params_without, wide_runs
+from clusterbench.runs import PLACE, params_without, wide_runs
 
 # The metrics a summary shows unless told otherwise, in this order (those the records hold): the
 # papers' table metrics, PRCut's ratio cut among them.
 HEADLINE_METRICS = ("acc", "nmi", "ari", "sc", "ratio_cut")
 STATUSES = ("ok", "failed", "skipped", "timeout")
-# Left out of a row's hyperparameter set: runs that differ only in these are the same configuration.
-NOT_HYPERPARAMETERS = ("random_state", "device")
+# Left out of a row's hyperparameter set: runs that differ only in these are the same configuration
+# (the seed, and where a fit ran: its device and threads, which the tables pool too).
+NOT_HYPERPARAMETERS = ("random_state", *PLACE)
 GROUP = ["experiment", "profile", "dataset", "method", "variant", "params"]
 
 

@@ -428,3 +428,30 @@ def test_a_run_clears_the_journals_of_dead_runs_on_its_host_and_no_other(tmp_pat
     mine = journal_folder(tmp_path)
     assert mine.parent == journals and mine.name.startswith(f"{host}-{os.getpid()}-")
     assert sorted(path.name for path in journals.iterdir()) == sorted(names[1:])
+
+
+@pytest.mark.parametrize("labels", [[-1, 0, 5], [-1, 0, 200], [0, 40000, 3], [-40000, 1]])
+def test_labels_round_trip_exactly_with_noise_and_large_ids(tmp_path, labels):
+    """The labels file's integer type must hold the least label too: DBSCAN's noise −1 stored as
+    uint8 reads back as 255 (a mutation audit's find: no test wrote a negative label)."""
+    path = tmp_path / "k.csv"
+    write_record(path, [{"status": "ok", "metric": "sc", "value": 0.5}], labels=np.array(labels))
+    assert read_labels(path).tolist() == labels
+
+
+def test_a_rewrite_failing_at_the_sync_keeps_the_previous_record_intact(tmp_path, monkeypatch):
+    """A rewrite that fails after its bytes are written, before they are synced, leaves the old
+    record as it was and no temporary file: a write straight into the record passed every other
+    test (the failed-rewrite test raises before the file is written)."""
+    path = tmp_path / "k.csv"
+    write_record(path, [{"status": "ok", "metric": "sc", "value": 0.5}])
+    before = path.read_bytes()
+
+    def disk_full(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="disk full"):
+        write_record(path, [{"status": "failed", "error": "boom"}])
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.csv"]

@@ -31,6 +31,7 @@ from clusterbench.results import (
     processor,
     read_record,
     read_trace,
+    write_record,
 )
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.runs import wide_runs
@@ -903,3 +904,24 @@ def test_a_fit_on_the_other_device_is_rescored_under_a_new_suite(tmp_path, monke
     run_job(iris(tmp_path, on, "+method.estimator.device=cpu"))
     (cuda,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "metrics=external"))
     assert cuda.status == "rescored" and OnDevice.fits == 1
+
+
+def test_a_stored_fit_is_the_latest_successful_record_of_the_fit(tmp_path):
+    """One fit's records under other suites lend their labels to a point that would fit it again:
+    the latest successful record's, whatever the order the folder lists them in (lending the
+    oldest passed every other test: none had two successful records of one fit), and never
+    labels of another number of points."""
+    from clusterbench.resume import _stored_fit
+
+    def record(name, timestamp, labels, status="ok"):
+        path = tmp_path / f"{name}.csv"
+        row = {"status": status, "timestamp": timestamp, "fit_seconds": 1.0, "device": "cpu"}
+        write_record(path, [{**row, "processor": "x", "metric": "sc", "value": 0.5}], labels=labels)
+        return path
+
+    old = record("old", "2024-01-01T00:00:01", np.array([0, 0, 1]))
+    new = record("new", "2024-01-02T00:00:01", np.array([1, 1, 0]))
+    failed = record("failed", "2024-01-03T00:00:01", None, status="failed")
+    for order in ([old, new, failed], [new, failed, old]):
+        assert _stored_fit(order, n_points=3).labels.tolist() == [1, 1, 0]
+    assert _stored_fit([old], n_points=4) is None

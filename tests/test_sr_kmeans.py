@@ -21,6 +21,7 @@ from clusterbench.methods.mi_adm import adm_targets
 from clusterbench.methods.mi_d import batch_mutual_information
 from clusterbench.methods.sr_kmeans import (
     DEPICTClusterer,
+    _Prototypes,
     mutual_information,
     soft_kmeans_loss,
     soft_kmeans_update,
@@ -355,3 +356,15 @@ ONE_CLUSTER_CHECKS = [
 )
 def test_ac_pic_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_prior_corrected_labels_add_half_the_log_prior():
+    """The code's labelling rule, θ'_kᵀz/(λK) + ½ log q̂_k, by hand: λK = 0.5 · 2 = 1, θ = I,
+    prior (0.1, 0.9). Point (1.5, 0): 1.5 + ½ log 0.1 = 0.349 against ½ log 0.9 = −0.053, so
+    cluster 0 (with the whole log prior −0.803 against −0.105: cluster 1). Point (0, 1): cluster 1.
+    The other test's λ = 1e-4 lets z·θ swamp any prior factor."""
+    model = SRKMeans(2, lam=0.5, labels_by="prior_corrected")
+    model._prior = torch.tensor([0.1, 0.9], dtype=torch.float64)
+    head = _Prototypes(torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64))
+    z = torch.tensor([[1.5, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    assert model._labels(head, z).tolist() == [0, 1]

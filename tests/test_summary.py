@@ -16,6 +16,7 @@ from clusterbench.errors import UserError
 from clusterbench.results import load_records
 from clusterbench.runner import run_job
 from clusterbench.summary import format_summary, headline_metrics, load_summary, summarize
+from tests import test_tables
 from tests.helpers import DATA_FOLDER, cli, compose_config
 
 SEEDS = (0, 1, 2)
@@ -210,3 +211,19 @@ def test_the_cli_with_no_records_exits_2_in_one_line(tmp_path):
     assert result.stderr.startswith("clusterbench: error: no records of adhoc under ")
     assert "`clusterbench run -m method=kmeans dataset=zoo" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
+
+
+@pytest.mark.parametrize("place", [{"device": "cpu"}, {"n_threads": 1}, {"device": "cpu", "n_threads": 1}])
+def test_a_summary_row_pools_seeds_that_ran_on_other_devices_or_threads(place):
+    """Where a fit ran is not a hyperparameter: a sweep resumed with another ``threads=`` (which the
+    runner writes into every record's params) or on a GPU had its seeds split over rows, each
+    mean ± std over part of them, while the tables pool them."""
+    other = {"device": "cuda", "n_threads": 2}
+    records = test_tables.frame(
+        test_tables.run("zoo", "kmeans", 0, {"k": 3, **place}, {"sc": 0.2}),
+        test_tables.run("zoo", "kmeans", 1, {"k": 3, **{key: other[key] for key in place}}, {"sc": 0.4}),
+    ).assign(timestamp="")
+    summary = summarize(records)
+    assert len(summary) == 1 and summary["runs"].iloc[0] == 2
+    assert summary["sc_mean"].iloc[0] == pytest.approx(0.3)
+    assert summary["sc_std"].iloc[0] == pytest.approx(0.1)

@@ -1113,3 +1113,92 @@ def test_a_table_metric_that_no_record_holds_is_a_user_error(tmp_path):
     write_toy_record(tmp_path, "zoo", "kmeans", {"sc": 0.37})  # clam_table2 reads nmi
     with pytest.raises(UserError, match=re.escape("holds metric 'nmi' (they hold sc)")):
         build_table("clam_table2", tmp_path, "smoke")
+
+
+# From a mutation audit of the suite: each test below failed with one plausible bug in place
+# (named in its docstring) and passed without it.
+
+
+def test_best_mean_ranks_grid_points_by_their_mean_not_their_sum_over_seeds():
+    """A partial grid (a seed failed at u=2): ranking by the sum over seeds picked u=1."""
+    records = frame(
+        run("zoo", "dec", 0, {"u": 1}, {"sc": 0.3}),
+        run("zoo", "dec", 1, {"u": 1}, {"sc": 0.3}),
+        run("zoo", "dec", 0, {"u": 2}, {"sc": 0.5}),
+    )
+    chosen = select(wide_runs(records), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "sc")
+    assert chosen["selected"] == "u=2" and chosen["ours"] == pytest.approx(0.5)
+
+
+def test_a_seed_named_twice_counts_once():
+    """seeds [0, 1, 1] name two seeds: counted as three, a full cell would carry the § mark."""
+    records = frame(run("zoo", "kmeans", 0, {}, {"sc": 0.3}), run("zoo", "kmeans", 1, {}, {"sc": 0.4}))
+    runs = wide_runs(records)
+    column = OmegaConf.create({"label": "k-means", "method": "kmeans"})
+    cell_runs, named = _column_runs(runs, "zoo", column, OmegaConf.create([0, 1, 1]))
+    assert len(cell_runs) == 2 and named == 2
+
+
+def test_a_columns_params_must_all_match():
+    """A column's params select the runs that match every one of them, not any."""
+    records = frame(
+        run("zoo", "kcp", 0, {"c_prime": 1, "n_init": 1}, {"sc": 0.2}),
+        run("zoo", "kcp", 0, {"c_prime": 1, "n_init": 5}, {"sc": 0.9}),
+        run("zoo", "kcp", 0, {"c_prime": 2, "n_init": 1}, {"sc": 0.8}),
+    )
+    column = OmegaConf.create({"label": "C′ = 1", "method": "kcp", "params": {"c_prime": 1, "n_init": 1}})
+    cell_runs, _ = _column_runs(wide_runs(records), "zoo", column, None)
+    assert cell_runs["sc"].tolist() == [0.2]
+
+
+def test_a_mean_best_ratio_divides_the_best_by_the_reference_columns_best():
+    """Under mean_best with ratio_to, ours is mean over mean and ours_best best over best: the
+    reference's runs differ (10, 14), so dividing the best by the reference's mean shows."""
+    records = frame(
+        run("zoo", "kr", 0, {}, {"inertia": 12.0}),
+        run("zoo", "kr", 1, {}, {"inertia": 14.0}),
+        run("zoo", "kmeans", 0, {}, {"inertia": 10.0}),
+        run("zoo", "kmeans", 1, {}, {"inertia": 14.0}),
+    )
+    table = spec(
+        metrics=["inertia"],
+        rows={"zoo": "Zoo"},
+        protocol={"kind": "mean_best", "by": "inertia", "mode": "min"},
+        columns={"kr": {"label": "KR", "method": "kr"}, "kmeans": {"label": "k-means", "method": "kmeans"}},
+        ratio_to={"inertia": "kmeans"},
+        paper={"inertia": {"zoo": {"kr": [1.1, 1.2]}}},
+        gain=None,
+        win_loss=[],
+    )
+    cells = compute_cells(table, wide_runs(records)).set_index("column")
+    assert cells.loc["kr", "ours"] == pytest.approx(13 / 12)  # mean 13 over the reference's mean 12
+    assert cells.loc["kr", "ours_best"] == pytest.approx(12 / 10)  # best 12 over its best 10
+
+
+def test_relative_gain_over_a_negative_baseline_is_positive_when_ours_is_higher():
+    """SC can be negative: 0.1 over −0.2 is a gain of |0.1 − (−0.2)| / 0.2 = 150 %; / b would
+    print it as a drop (the paper's / b, over its positive baselines, reads the same as / |b|)."""
+    assert relative_gain(0.1, -0.2) == pytest.approx(150.0)
+    assert relative_gain(-0.3, -0.2) == pytest.approx(-50.0)
+
+
+def test_one_fit_under_two_suites_is_its_latest_successful_record_with_the_latest_values():
+    """One fit (one fit hash) scored three times: ok, ok again with another value, then a suite
+    whose scoring failed. Its run is ok with the latest successful value; keeping the oldest or
+    the failed record would drop the run from a table or show a stale value."""
+
+    def scored(config_hash, status, timestamp, sc=None):
+        rows = frame(run("zoo", "kmeans", 0, {}, {} if sc is None else {"sc": sc}, status=status))
+        return rows.assign(config_hash=config_hash, fit_hash="f", timestamp=timestamp)
+
+    records = pd.concat(
+        [
+            scored("a", "ok", "2024-01-01T00:00:01", 0.1),
+            scored("b", "ok", "2024-01-01T00:00:02", 0.2),
+            scored("c", "failed", "2024-01-01T00:00:03"),
+        ],
+        ignore_index=True,
+    )
+    runs = wide_runs(records)
+    assert len(runs) == 1
+    assert runs["status"].iloc[0] == "ok" and runs["sc"].iloc[0] == pytest.approx(0.2)

@@ -32,7 +32,8 @@ SEEDS_NOTE_LATEX = SEEDS_NOTE.replace("_", r"\_")
 
 
 def relative_gain(a: float, b: float) -> float:
-    """CLAM's gain of ``a`` over baseline ``b``: (a - b) / b × 100%."""
+    """CLAM's gain of ``a`` over baseline ``b``: (a - b) / |b| × 100%. The paper writes / b, over
+    baselines that are all positive; |b| keeps its reading (positive: a gain) over a negative SC."""
     return (a - b) / abs(b) * 100.0 if b and not (math.isnan(a) or math.isnan(b)) else math.nan
 
 
