@@ -49,8 +49,9 @@ def summarize(
     """One row per experiment × profile × dataset × method × variant × hyperparameter set of
     ``records`` (the frame :func:`clusterbench.results.load_records` returns, or part of it).
 
-    Columns: those keys (``params``: the set as JSON, seed and device left out), ``hyperparameters``
-    (``k=v`` text of those that vary within the dataset × method, or of all with ``by_params``),
+    Columns: those keys (``params``: the set as JSON, the seed and where a fit ran, its device and
+    threads, left out), ``hyperparameters`` (``k=v`` text of those that vary within the dataset ×
+    method, or of all with ``by_params``),
     the counts ``runs``, ``ok``, ``failed``, ``skipped``, ``timeout``, and for each metric
     ``<metric>_mean``, ``<metric>_std`` (NaN for one run) and ``<metric>_n`` (the successful runs
     that define it: SC is undefined for a labeling of one cluster). ``metrics`` (default

@@ -119,6 +119,14 @@ class TorchHyperparameters:
         own = [(name, check) for name, check in SEED_AND_DEVICE_CHECKS if hasattr(self, name)]
         check_hyperparameters(self, [*self._checks(), *own])
 
+    def __setstate__(self, state):
+        """A fitted model loads on the device it was fitted on, or on the CPU where that is a GPU
+        this machine lacks (:func:`loading_device`): ``predict`` works on ``device_``."""
+        state = dict(state)
+        if "device_" in state:
+            state["device_"] = loading_device(state["device_"])
+        super().__setstate__(state)
+
 
 @contextlib.contextmanager
 def torch_threads(n_threads: int | None):

@@ -36,7 +36,7 @@ from clusterbench.methods import (
     SRKMeans,
     SupervisedMLP,
 )
-from clusterbench.methods.deep.base import AutoencoderClusterer
+from clusterbench.methods.deep.base import AutoencoderClusterer, DeepClusterer
 from clusterbench.validation import check_fit_input
 
 ESTIMATORS = {
@@ -314,42 +314,63 @@ def test_one_random_state_seeds_each_fit_with_its_next_draw():
         assert model.fit(NOISE).restart_seeds_ == [int(draws.randint(2**63 - 1, dtype=np.int64))]
 
 
-# The estimators whose fit keeps torch modules or tensors (a network, a head, a prior).
+# The estimators whose fit keeps torch modules or tensors (a network, a head, a prior), and those
+# whose predict works on the device they were fitted on (``device_``).
 HOLDING_TORCH_STATE = [
     "DCEC", "DEC", "DKM", "IDEC", "KhatriRaoDKM", "KhatriRaoIDEC", "MIADM", "MID", "PRCut", "SRKMeans",
     "SupervisedMLP",
 ]  # fmt: skip
+ON_A_DEVICE = sorted(set(EVERY_ESTIMATOR) - {"ACPIC", "SpectralKNN"})
 
 
-def test_the_estimators_holding_torch_state_are_listed():
+def test_the_estimators_holding_torch_state_or_a_device_are_listed():
     def holds_torch(model):
         return any(isinstance(value, torch.Tensor | torch.nn.Module) for value in vars(model).values())
 
     fitted = {name: _fit(name, IMAGES) for name in EVERY_ESTIMATOR}
     assert sorted(name for name, model in fitted.items() if holds_torch(model)) == HOLDING_TORCH_STATE
+    assert sorted(name for name, model in fitted.items() if hasattr(model, "device_")) == ON_A_DEVICE
 
 
-@pytest.mark.parametrize("name", HOLDING_TORCH_STATE)
+@pytest.mark.parametrize("name", ON_A_DEVICE)
 def test_a_model_fitted_on_cuda_loads_on_the_cpu_where_no_gpu_is(name, tmp_path, monkeypatch):
-    """Pickle's own form of a CUDA tensor loads only where CUDA is, so a model fitted on a GPU
-    server did not open on a laptop. Its torch state now travels device-free and loads on the
-    device it was fitted on, or, with a warning, on the CPU. Simulated here: a CPU fit marked as
-    fitted on cuda, loaded where torch sees no GPU (tests/test_cuda.py runs the real one)."""
+    """Pickle's own form of a CUDA tensor loads only where CUDA is, and predict works on
+    ``device_``, so a model fitted on a GPU server did not predict on a laptop. It now loads on the
+    device it was fitted on, or, with a warning, on the CPU, its torch state travelling device-free
+    at any depth, and loading leaves torch's global generator as it was. Simulated here: a CPU fit
+    marked as fitted on cuda, loaded where torch sees no GPU (tests/test_cuda.py runs the real one)."""
     monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     model = _fit(name, IMAGES)
     expected = model.predict(IMAGES)
     model.device_ = "cuda"
-    assert not any(
-        isinstance(value, torch.Tensor | torch.nn.Module) for value in model.__getstate__().values()
-    )
-    with pytest.warns(
-        UserWarning, match="fitted on cuda, and no CUDA GPU is visible here: it is loaded on the CPU"
-    ):
-        loaded = pickle.loads(pickle.dumps(model))
+
+    state = model.__getstate__()
+    if isinstance(model, DeepClusterer):  # everything in one torch.save blob, nested tensors too
+        assert sorted(state) == ["_torch_state", "device_"]
+    else:  # PRCut's network as a state dict of CPU tensors; the rest hold NumPy arrays only
+        assert not any(isinstance(value, torch.nn.Module) for value in state.values())
+    pickled = pickle.dumps(model)
+    torch.manual_seed(0)
+    untouched = torch.rand(1).item()
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match="fitted on cuda, and no CUDA GPU is visible here"):
+        loaded = pickle.loads(pickled)
+    assert torch.rand(1).item() == untouched  # loading drew nothing from torch's global generator
     assert loaded.device_ == "cpu" and model.device_ == "cuda"  # the pickled model itself unchanged
     np.testing.assert_array_equal(loaded.predict(IMAGES), expected)
     model.device_ = "cpu"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a CPU fit loads without a word
         np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(IMAGES), expected)
+
+
+def test_only_an_integer_seed_keys_the_pretraining_cache(tmp_path, monkeypatch):
+    """A seed drawn from a RandomState (or from nothing) would key a cache file no later fit asks
+    for: such fits pretrain without the cache, as an unseeded fit does; an integer seed writes one."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
+    for random_state in (None, np.random.RandomState(), np.random.default_rng()):
+        ESTIMATORS["IDEC"](random_state=random_state).fit(NOISE)
+    assert not list(tmp_path.rglob("*.pt"))
+    ESTIMATORS["IDEC"](random_state=0).fit(NOISE)
+    assert len(list(tmp_path.rglob("*.pt"))) == 1

@@ -238,7 +238,7 @@ class CLAM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         prototypes enter normalized, and states are projected back onto the sphere each step.
     prototype_snapshots : epochs (0 = initialization) at which to keep the prototypes of the
         kept restart, in ``prototype_snapshots_`` (Fig. 6); None keeps none.
-    random_state : int ≥ 0 or None; restart seeds per :func:`restart_seeds`.
+    random_state : int, NumPy RandomState or Generator, or None; restart seeds per :func:`restart_seeds`.
     device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
         (one per core). 1 by default: the kernels are small (batches of 8 points), and on a busy

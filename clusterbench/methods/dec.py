@@ -92,7 +92,8 @@ class DEC(StudentTClustering, DeepClusterer):
     tol : stop at a target update where fewer than this fraction of labels changed since the
         previous update (in [0, 1]; 0 never stops early).
     device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
-    random_state : int ≥ 0 or None; seeds k-means, the random centroids and the batch order.
+    random_state : int, NumPy RandomState or Generator, or None; seeds k-means, the random centroids and the
+        batch order.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
         (one per core). 1 by default: the kernels are small (k centroids, batches of 256), and on a
         busy machine more threads wait on each other; the harness sets it from its ``threads``.

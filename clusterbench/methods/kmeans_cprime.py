@@ -532,7 +532,8 @@ class KMeansCPrime(_TruncatedEM):
     track_likelihood : bool; False leaves ℒ (eq. 3) out of ``history_`` for C′ = 1 (then
         ``log_likelihood_`` is NaN), a pass over the scores that Lloyd's iteration does not make
         (about a fifth of its time); C′ > 1 computes it anyway.
-    random_state : int or None; restart r uses :func:`~clusterbench.methods._seeding.restart_seeds`.
+    random_state : int, NumPy RandomState or Generator, or None; restart r uses
+        :func:`~clusterbench.methods._seeding.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
         (one per core). 1 by default: the kernels are small (chunks of 2 MiB), and on a busy
@@ -557,7 +558,7 @@ class KMeansCPrime(_TruncatedEM):
         max_iter: int = 300,
         tol: float = 1e-6,
         track_likelihood: bool = True,
-        random_state: int | None = None,
+        random_state=None,
         device: str = "auto",
         n_threads: int | None = 1,
     ):
@@ -614,7 +615,7 @@ class IsotropicGMM(_TruncatedEM):
         n_init: int = 1,
         max_iter: int = 300,
         tol: float = 1e-6,
-        random_state: int | None = None,
+        random_state=None,
         device: str = "auto",
         n_threads: int | None = 1,
     ):

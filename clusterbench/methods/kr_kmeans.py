@@ -334,7 +334,8 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         sets builds no centroid in either mode (:func:`assign_without_centroids`, and updates
         from per-set sums): True only shrinks the assignment's row chunks. Both modes give the
         same labels.
-    random_state : int or None; restart r uses :func:`~clusterbench.methods._seeding.restart_seeds`.
+    random_state : int, NumPy RandomState or Generator, or None; restart r uses
+        :func:`~clusterbench.methods._seeding.restart_seeds`.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"``.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None for torch's default
         (one per core). 1 by default: on the benchmark's datasets the kernels are small, and on a
@@ -364,7 +365,7 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         tol: float = 1e-4,
         reseed: str = "point",
         memory_efficient: bool = False,
-        random_state: int | None = None,
+        random_state=None,
         device: str = "auto",
         n_threads: int | None = 1,
     ):

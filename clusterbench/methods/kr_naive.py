@@ -50,7 +50,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         (``aggregator`` defaults to the paper's ``"product"``).
     n_init, max_iter : the k-means phase (scikit-learn ``KMeans(init="random")``).
     als_max_iter, als_tol : the least-squares phase (the authors' 5000 and 1e-4).
-    random_state : int or None; seeds both phases.
+    random_state : int, NumPy RandomState or Generator, or None; seeds both phases.
     device : ``"auto"``, ``"cpu"`` or ``"cuda"`` (the least-squares phase and the assignment).
     n_threads : torch's CPU threads in the least-squares phase and predict (int ≥ 1), or None for
         torch's default (one per core). 1 by default: its kernels are small (Πh centroids), and on a
@@ -77,7 +77,7 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
         max_iter: int = 300,
         als_max_iter: int = 5000,
         als_tol: float = 1e-4,
-        random_state: int | None = None,
+        random_state=None,
         device: str = "auto",
         n_threads: int | None = 1,
     ):

@@ -40,7 +40,7 @@ class LazyKMeans(_TruncatedEM):
         n_init: int = 1,
         max_iter: int = 300,
         tol: float = 1e-6,
-        random_state: int | None = None,
+        random_state=None,
         device: str = "auto",
         n_threads: int | None = 1,
     ):

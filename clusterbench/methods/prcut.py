@@ -70,7 +70,6 @@ from clusterbench.validation import (
     check_predict_input,
     flush_denormals,
     in_interval,
-    loading_device,
     one_of,
     resolve_device,
     torch_threads,
@@ -234,7 +233,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
     batch_size : B; each step draws 2B points (the code: 2048). Capped at n // 2.
     steps : optimisation steps (not in the paper; the code: 25 000 at lr 1e-4).
     device : 'auto', 'cpu' or 'cuda'. Runs are deterministic on CPU.
-    random_state : int ≥ 0 or None; seeds the encoder and the batches.
+    random_state : int, NumPy RandomState or Generator, or None; seeds the encoder and the batches.
     n_threads : torch's CPU threads during fit and predict (int ≥ 1), or None (torch's default).
 
     Attributes
@@ -305,7 +304,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         """Pickled with the encoder's state dict, on the CPU: torch cannot pickle weight-normalised
         modules, and a CUDA tensor loads only where CUDA is. Loaded on the device it was fitted on,
         or on the CPU where that is a GPU this machine lacks (:func:`loading_device`). Written for
-        SupervisedMLP too, which shares it: scikit-learn's methods are named, not super()'s."""
+        SupervisedMLP too, which shares it: the bases' methods are named, not super()'s."""
         state = dict(BaseEstimator.__getstate__(self))  # the instance's own __dict__, for a non-sklearn class
         if "network_" in state:
             network = state.pop("network_")
@@ -317,11 +316,12 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         state = dict(state)
         network_state = state.pop("_network_state", None)
         shape = state.pop("_network_shape", None)
-        BaseEstimator.__setstate__(self, state)
+        TorchHyperparameters.__setstate__(self, state)  # resolves device_
         if network_state is not None:
-            device = self.device_ = loading_device(self.__dict__.get("device_", "cpu"))
-            self.network_ = encoder(*shape, self.n_layers, self.hidden, self.weight_norm).to(device)
-            self.network_.load_state_dict(network_state)
+            with torch.random.fork_rng(devices=[]):  # the weights drawn here are overwritten
+                network = encoder(*shape, self.n_layers, self.hidden, self.weight_norm)
+            network.load_state_dict(network_state)
+            self.network_ = network.to(self.__dict__.get("device_", "cpu"))
 
     def _checks(self) -> list[tuple[str, Constraint]]:
         return [

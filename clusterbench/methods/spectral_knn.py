@@ -87,7 +87,8 @@ class SpectralKNN(ClusterMixin, BaseEstimator):
     eigen_solver : 'lobpcg' or 'arpack' (scipy, sparse).
     n_init : single-start k-means runs on the embedding; the one with the lowest ratio cut is kept.
     tol : the eigensolver's tolerance.
-    random_state : int ≥ 0 or None; seeds the eigensolver's start and the k-means runs.
+    random_state : int, NumPy RandomState or Generator, or None; seeds the eigensolver's start and the
+        k-means runs.
 
     Attributes
     ----------

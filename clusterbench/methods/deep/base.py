@@ -266,28 +266,25 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
     # ---------------------------------------------------------------- pickling
 
     def __getstate__(self):
-        """Picklable wherever it loads: the fitted modules and tensors (network, head, a prior)
-        travel as one ``torch.save`` blob, which :meth:`__setstate__` maps to the device the model
-        was fitted on, or to the CPU where that is a GPU this machine lacks (pickle's own form of
-        a CUDA tensor loads only where CUDA is)."""
-        state = super().__getstate__()
-        fitted = {name: value for name, value in state.items() if isinstance(value, torch.Tensor | nn.Module)}
-        if fitted:
-            blob = io.BytesIO()
-            torch.save(fitted, blob)
-            state = {name: value for name, value in state.items() if name not in fitted}
-            state[_TORCH_BLOB] = blob.getvalue()
-        return state
+        """Picklable wherever it loads: the fitted state (network, head, a prior, and whatever
+        holds tensors at any depth) travels as one ``torch.save`` blob beside ``device_``, and
+        :meth:`__setstate__` maps it to the device the model was fitted on, or to the CPU where
+        that is a GPU this machine lacks (pickle's own form of a CUDA tensor loads only where
+        CUDA is)."""
+        state = dict(super().__getstate__())
+        blob = io.BytesIO()
+        torch.save(state, blob)
+        return {_TORCH_BLOB: blob.getvalue(), **({"device_": state["device_"]} if "device_" in state else {})}
 
     def __setstate__(self, state):
-        state = dict(state)
-        blob = state.pop(_TORCH_BLOB, None)
-        if "device_" in state:
-            state["device_"] = loading_device(state["device_"])
-        if blob is not None:
-            device = state.get("device_", "cpu")
-            state.update(torch.load(io.BytesIO(blob), map_location=device, weights_only=False))
-        super().__setstate__(state)
+        if _TORCH_BLOB not in state:  # pickled before the blob
+            super().__setstate__(state)
+            return
+        device = loading_device(state["device_"]) if "device_" in state else "cpu"
+        fitted = torch.load(io.BytesIO(state[_TORCH_BLOB]), map_location=device, weights_only=False)
+        if "device_" in fitted:
+            fitted["device_"] = device  # resolved once: the mixin's check then passes it as it is
+        super().__setstate__(fitted)
 
     # ---------------------------------------------------------------- subclass contract
 
@@ -404,9 +401,10 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     def _cached(self) -> bool:
         """Whether this fit's pretraining (and what follows from the pretrained network alone)
-        goes through the cache: only with ``random_state`` or ``pretrain_seed`` set, since a
-        drawn seed would key a file no later fit could ask for."""
-        return self.random_state is not None or self.pretrain_seed is not None
+        goes through the cache: only with an integer ``random_state`` or ``pretrain_seed``, since
+        a drawn seed (None, or a NumPy RandomState or Generator) would key a file no later fit
+        could ask for."""
+        return is_int(self.random_state) or self.pretrain_seed is not None
 
     def _load_or_pretrain(
         self, network: nn.Module, data: torch.Tensor, epochs: int, pretrain_seed: int
