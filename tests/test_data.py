@@ -20,7 +20,7 @@ from numpy.testing import assert_array_equal
 from omegaconf import OmegaConf
 
 from clusterbench.catalog import CONF_DIR, load_option, options
-from clusterbench.data import generators, load_dataset
+from clusterbench.data import data_digest, generators, load_dataset
 from clusterbench.data.preprocess import PREPROCESSORS
 from clusterbench.data.sources import DATA_ENV, RawData, cached, npz_header, read_npz
 from clusterbench.errors import UserError
@@ -714,3 +714,48 @@ def test_an_npz_header_gives_the_shape_a_run_reads_and_the_labels(tmp_path):
     assert (packed.n, packed.d, packed.n_train) == (5, 2, 3)
     for name in ("no_y", "flat", "short_y", "objects", "text", "absent"):  # a run refuses them: "?"
         assert npz_header(tmp_path / f"{name}.npz") is None, name
+
+
+# From a second mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_the_smaller_of_dataset_subsample_and_profile_cap_wins_whichever_is_larger():
+    """subsample=60 under a profile cap of 1000 had quietly used all 150 rows with max() in place
+    of min(): no test gave both limits with one of them above n."""
+    cfg = {
+        "name": "iris",
+        "source": {"_target_": "clusterbench.data.sources.sklearn_bundled", "loader": "load_iris"},
+        "n_clusters": None,
+    }
+    assert len(load_dataset({**cfg, "subsample": 60}, max_samples=1000).y) == 60
+    assert len(load_dataset({**cfg, "subsample": 1000}, max_samples=90).y) == 90
+
+
+def test_the_data_digest_covers_every_row_and_every_label():
+    """A record is stale when its data changed anywhere: the last row's last value or the last
+    label changes the digest (a digest of the first row alone passed every other test)."""
+    X, y = np.arange(12.0).reshape(4, 3), np.array([0, 0, 1, 1])
+    later_row, later_label = X.copy(), y.copy()
+    later_row[3, 2] += 1.0
+    later_label[3] = 2
+    assert len({data_digest(X, y), data_digest(later_row, y), data_digest(X, later_label)}) == 3
+
+
+class _OpenMLWithNumericTargets:
+    default_target_attribute = "kind"
+
+    def get_data(self, target, dataset_format):
+        frame = pd.DataFrame({"legs": [4.0, 0.0, 6.0, 2.0, 8.0]})
+        return frame, pd.Series(["3", "10", "2", "1", "3"], name="kind"), [False], ["legs"]
+
+
+def test_numeric_openml_targets_are_numbered_by_rank_with_four_classes(tmp_path, monkeypatch):
+    """Numeric class names are numbered by value, 1 → 0, 2 → 1, 3 → 2, 10 → 3 (by hand), not in
+    text order. Three classes ("1", "10", "2") could not tell the ranks from their inverse, a
+    permutation that is its own inverse."""
+    import openml
+
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    monkeypatch.setattr(openml.datasets, "get_dataset", lambda *_, **__: _OpenMLWithNumericTargets())
+    assert_array_equal(cached("toy_ranks", openml_id=1).y, [2, 3, 1, 0, 2])

@@ -390,3 +390,33 @@ def test_input_space_dec_refits_give_the_committed_records(tmp_path):
     assert len(fresh) == 3
     for labels in fresh:
         np.testing.assert_array_equal(np.load(labels), np.load(committed / labels.name))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"pretrain_lr": 1e-2},
+        {"pretrain_batch_size": 32},
+        {"pretrain_epochs": 3},
+        {"reconstruction_reduction": "sum_per_sample"},
+    ],
+)
+def test_a_pretraining_setting_changed_pretrains_again(change, tmp_path, monkeypatch):
+    """Every setting that changes the pretrained network keys its cache file: without the learning
+    rate, batch size or reduction in the key, a sweep over one of them reused one autoencoder (a
+    mutation audit's find; only the epochs were tested)."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path))
+    calls = []
+    original = base.pretrain
+    monkeypatch.setattr(base, "pretrain", lambda *a, **k: calls.append(1) or original(*a, **k))
+    X, _ = make_blobs(64, n_features=8, centers=2, random_state=0)
+    X = X.astype(np.float32)
+    params = dict(
+        n_clusters=2, layers=(8, 2), pretrain_epochs=2, pretrain_batch_size=16, batch_size=16, max_iter=2,
+        random_state=0, device="cpu",
+    )  # fmt: skip
+    IDEC(**params).fit(X)
+    IDEC(**params).fit(X)
+    assert len(calls) == 1
+    again = IDEC(**{**params, **change}).fit(X)
+    assert len(calls) == 2 and not again.pretrained_from_cache_

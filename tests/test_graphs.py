@@ -182,3 +182,27 @@ def test_the_ratio_cut_metric(tmp_path, monkeypatch):
         ratio_cut_metric(X, truth, graph="or")
     with pytest.raises(HyperparameterError, match="half must be true or false"):
         ratio_cut_metric(X, truth, half=1)
+
+
+def test_a_tiny_graphs_dense_eigensolve_gives_the_smallest_eigenpairs():
+    """The path graph 0-1-2-3: its Laplacian's eigenvalues are 2 − 2cos(πj/4) = 0, 2 − √2, 2,
+    2 + √2, the first eigenvector constant (|0.5|). n = 4 ≤ 5(k + 1) takes the dense branch, which
+    no other test checked (taking the largest pairs passed)."""
+    from clusterbench.methods.spectral_knn import laplacian, smallest_eigenvectors
+
+    W = sparse.csr_matrix(np.array([[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0]], float))
+    values, vectors = smallest_eigenvectors(laplacian(W), 2, "lobpcg", 0)
+    np.testing.assert_allclose(values, [0.0, 2 - np.sqrt(2)], atol=1e-12)
+    np.testing.assert_allclose(np.abs(vectors[:, 0]), 0.5, atol=1e-12)
+
+
+def test_the_normalized_laplacians_embedding_rows_have_unit_norm():
+    """laplacian="normalized" normalises the embedding's rows (Ng, Jordan & Weiss): dropping it
+    passed every other test."""
+    from sklearn.datasets import make_blobs
+
+    from clusterbench.methods import SpectralKNN
+
+    X, _ = make_blobs(60, n_features=3, centers=3, random_state=0)
+    model = SpectralKNN(3, n_neighbors=8, laplacian="normalized", n_init=2, random_state=0).fit(X)
+    np.testing.assert_allclose(np.linalg.norm(model.embedding_, axis=1), 1.0, atol=1e-10)

@@ -169,3 +169,25 @@ def test_a_record_its_configuration_does_not_name_is_left_as_it_is(tmp_path, mon
 def test_records_upgrade_without_records_is_a_one_line_error(tmp_path, capsys):
     assert main(["records", "upgrade", "--results-dir", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_completing_a_record_fills_only_its_empty_fields(tmp_path):
+    """`records upgrade` gives an old record its fit hash and data digest where it lacks them, and
+    never overwrites one it holds: today's digest over a stored one would hide that the data
+    changed (overwriting passed every other test)."""
+    import csv
+
+    from clusterbench.migrations import complete_record
+    from clusterbench.results import COLUMNS
+
+    path = tmp_path / "0123456789abcdef.csv"
+    row = dict.fromkeys(COLUMNS, "")
+    row |= {"dataset": "iris", "metric": "nmi", "value": "0.5", "status": "ok", "data_digest": "old"}
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerow(row)
+    complete_record(path, fit_hash="fit", data_digest="today")
+    with path.open(newline="") as handle:
+        (read,) = list(csv.DictReader(handle))
+    assert (read["fit_hash"], read["data_digest"], read["value"]) == ("fit", "old", "0.5")
