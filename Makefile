@@ -15,7 +15,7 @@ RESULTS ?= results
 # A bare `make` lists the targets instead of installing anything.
 help:
 	@echo "make install                      torch 2.13 (CPU) first, then clusterbench and its dev tools (-e)"
-	@echo "make test                         the test suite, one worker per core (7-8 min on 2 cores)"
+	@echo "make test                         the test suite, one worker per core (about 8 min on 2 cores)"
 	@echo "make lint                         ruff check and ruff format --check"
 	@echo "make tables PROFILE=smoke|paper   run EXPERIMENTS (JOBS=N at once), then build every table"
 	@echo "make figures [QUICK=1]            the papers' figures (QUICK=1: into results/figures/quick)"
