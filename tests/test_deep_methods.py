@@ -420,3 +420,36 @@ def test_a_pretraining_setting_changed_pretrains_again(change, tmp_path, monkeyp
     assert len(calls) == 1
     again = IDEC(**{**params, **change}).fit(X)
     assert len(calls) == 2 and not again.pretrained_from_cache_
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_annealed_dkm_spends_epochs_epochs_at_each_alpha_then_keeps_the_last():
+    import math
+
+    import pytest
+    import torch
+
+    from clusterbench.methods import DKM
+
+    model = DKM(2, alpha="annealed", epochs=2, distance="euclidean")
+    z = torch.tensor([[0.5]], dtype=torch.float64)
+    centres = torch.tensor([[0.0], [1.1]], dtype=torch.float64)  # d² = 0.25, 0.36; d = 0.5, 0.6
+
+    def expected(alpha):  # Σ_k softmax(−α(d² − min d²))_k · d_k
+        w = math.exp(-alpha * 0.11)
+        return (0.5 + 0.6 * w) / (1 + w)
+
+    last, before_last = 28.13257814746897, 26.735463299025135  # α_40, α_39 of the DKM schedule
+    assert float(model._clustering_loss(z, centres, None, epoch=0)) == pytest.approx(expected(0.1), rel=1e-9)
+    assert float(model._clustering_loss(z, centres, None, epoch=76)) == pytest.approx(
+        expected(before_last), rel=1e-9
+    )
+    assert float(model._clustering_loss(z, centres, None, epoch=78)) == pytest.approx(
+        expected(last), rel=1e-9
+    )
+    assert float(model._clustering_loss(z, centres, None, epoch=500)) == pytest.approx(
+        expected(last), rel=1e-9
+    )

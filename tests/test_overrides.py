@@ -425,3 +425,38 @@ def test_a_hyperparameter_some_methods_of_a_sweep_lack_is_refused_naming_the_gri
         ).returncode
         == 0
     )
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_a_swept_map_entry_keeps_its_spelling_and_the_source_node_is_not_forced(monkeypatch):
+    from clusterbench import overrides
+    from clusterbench.overrides import rewrite_overrides
+
+    monkeypatch.setattr(overrides, "_swept_keys", lambda words: {"grids.kmeans.n_init"})
+    assert rewrite_overrides(["grids.kmeans.n_init=[1,10]", "method_seeds.dbscan=[0]"]) == [
+        "grids.kmeans.n_init=[1,10]",  # swept by the experiment: Hydra replaces it only so spelled
+        "++method_seeds.dbscan=[0]",
+    ]
+    monkeypatch.undo()
+    # source is a node (a _target_ and its arguments), never a value to add with ++
+    assert rewrite_overrides(["dataset.source=x", "dataset.subsample=50"]) == [
+        "dataset.source=x",
+        "++dataset.subsample=50",
+    ]
+
+
+def test_a_glob_is_written_out_over_the_users_config_folders(tmp_path, monkeypatch):
+    from clusterbench.catalog import CONFIG_DIR_ENV
+    from clusterbench.overrides import expand_globs
+
+    (tmp_path / "method").mkdir()
+    for name in ("my_a", "my_b"):
+        (tmp_path / "method" / f"{name}.yaml").write_text("estimator:\n  _target_: sklearn.cluster.KMeans\n")
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
+    words = ["-m", "method=glob(my_*)", "+method=glob(my_b*)", "dataset=zoo", "seed=0,1"]
+    assert expand_globs(words) == ["-m", "method=my_a,my_b", "+method=my_b", "dataset=zoo", "seed=0,1"]
+    monkeypatch.delenv(CONFIG_DIR_ENV)
+    assert expand_globs(words) == words  # no user folders: Hydra's sweeper expands it over conf/

@@ -276,3 +276,21 @@ def test_benchmark_cells_that_read_as_numbers_are_set_as_numbers(tmp_path):
         ("text", "epoch (s)"), ("number", "0.417"), ("number", "70000"),
         ("text", "2026-11-27"), ("text", "NVIDIA H200"), ("text", "nan"),
     ]  # fmt: skip
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_a_papers_tally_adds_its_tables_close_and_compared_counts():
+    from clusterbench.report.judging import Tally
+
+    total = Tally()
+    total.add(
+        Tally(
+            compared=5, close=2, kinds={"not-available": 1, "not-implemented": 0, "not-run": 3, "stopped": 0}
+        )
+    )
+    total.add(Tally(compared=4, close=4))
+    assert (total.compared, total.close) == (9, 6)
+    assert total.kinds == {"not-available": 1, "not-implemented": 0, "not-run": 3, "stopped": 0}

@@ -925,3 +925,23 @@ def test_a_stored_fit_is_the_latest_successful_record_of_the_fit(tmp_path):
     for order in ([old, new, failed], [new, failed, old]):
         assert _stored_fit(order, n_points=3).labels.tolist() == [1, 1, 0]
     assert _stored_fit([old], n_points=4) is None
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_n_clusters_may_equal_the_number_of_points_but_not_exceed_it():
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pytest
+
+    from clusterbench.checks import check_n_clusters
+    from clusterbench.errors import HyperparameterError
+
+    data = SimpleNamespace(name="four", y=np.zeros(4))
+    check_n_clusters(SimpleNamespace(n_clusters=4), data)  # k = n: allowed (docstring: between 2 and n)
+    check_n_clusters(SimpleNamespace(n_clusters=2), data)
+    with pytest.raises(HyperparameterError, match=r"between 2 and the number of points \(4\)"):
+        check_n_clusters(SimpleNamespace(n_clusters=5), data)

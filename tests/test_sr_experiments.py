@@ -272,3 +272,53 @@ def test_the_committed_table_2_holds_the_issues_bar():
     for dataset in ("usps_11000", "mnist_test"):
         gap = acc.loc[(dataset, "mi_adm"), "ours"] - acc.loc[(dataset, "sr_kmeans"), "ours"]
         assert abs(gap) <= 0.05, dataset
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def _fig1_rows(key, seed=0, status="ok"):
+    import json
+
+    from clusterbench.results import COLUMNS
+
+    base = dict.fromkeys(COLUMNS, "")
+    base |= {
+        "experiment": "sr_table3",
+        "profile": "smoke",
+        "dataset": "cmu_pie",
+        "method": "mi_adm",
+        "variant": "default",
+        "seed": seed,
+        "params": json.dumps({"n_clusters": 68, "targets": "mi"}),
+        "status": status,
+        "fit_seconds": 1.0,
+        "config_hash": key,
+        "fit_hash": key,
+    }
+    return [base | {"metric": "nmi", "value": 0.5}, base | {"metric": "acc", "value": 0.25}]
+
+
+def test_fig1_draws_only_the_asked_seed_and_only_successful_runs(tmp_path):
+    import numpy as np
+
+    from clusterbench.figures import sr_kmeans as figures
+    from clusterbench.results import load_records, record_path, write_record
+
+    other_seed = record_path(tmp_path, "smoke", "sr_table3", "cmu_pie", "mi_adm", "seed1")
+    write_record(
+        other_seed, _fig1_rows("seed1", seed=1), labels=np.zeros(3), trace={"mutual_information_": [7.0]}
+    )
+    failed = record_path(tmp_path, "smoke", "sr_table3", "cmu_pie", "mi_adm", "failed")
+    write_record(
+        failed,
+        _fig1_rows("failed", status="failed"),
+        labels=np.zeros(3),
+        trace={"mutual_information_": [8.0]},
+    )
+    records = load_records(tmp_path, "smoke")
+    # Seed 0 (the default) has no successful run: no curve; seed 1's run is the curve at seed=1.
+    assert figures.mutual_information_curves(records, tmp_path) is None
+    curves = figures.mutual_information_curves(records, tmp_path, seed=1)
+    np.testing.assert_array_equal(curves.curves["MI-ADM"], [7.0])

@@ -368,3 +368,113 @@ def test_prior_corrected_labels_add_half_the_log_prior():
     head = _Prototypes(torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64))
     z = torch.tensor([[1.5, 0.0], [0.0, 1.0]], dtype=torch.float64)
     assert model._labels(head, z).tolist() == [0, 1]
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_batch_mutual_information_of_soft_posteriors_by_hand():
+    import math
+
+    import pytest
+    import torch
+
+    from clusterbench.methods.mi_d import batch_mutual_information
+
+    p = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
+    # mean_i Σ_k p log p = ((.9ln.9+.1ln.1) + (.2ln.2+.8ln.8))/2; prior (0.55, 0.45)
+    first = ((0.9 * math.log(0.9) + 0.1 * math.log(0.1)) + (0.2 * math.log(0.2) + 0.8 * math.log(0.8))) / 2
+    entropy_of_prior = -(0.55 * math.log(0.55) + 0.45 * math.log(0.45))
+    expected = first + entropy_of_prior  # 0.2753961
+    assert float(batch_mutual_information(p.log())) == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(0.2753961, abs=1e-7)
+
+
+def test_mi_d_minimises_minus_the_batch_information_after_phase_one():
+    import math
+
+    import pytest
+    import torch
+
+    from clusterbench.methods import MID
+
+    logits = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64).log()  # softmax = themselves
+    loss = MID(2)._batch_loss(torch.nn.Identity(), logits, None, hard=False)
+    first = ((0.9 * math.log(0.9) + 0.1 * math.log(0.1)) + (0.2 * math.log(0.2) + 0.8 * math.log(0.8))) / 2
+    information = first - (0.55 * math.log(0.55) + 0.45 * math.log(0.45))
+    assert float(loss) == pytest.approx(-information, rel=1e-9)  # −Î_B: the loss falls as Î_B rises
+
+
+def test_ac_pic_path_integral_of_a_two_point_walk_by_hand():
+    import numpy as np
+    from scipy import sparse
+
+    from clusterbench.methods import ACPIC
+
+    model = ACPIC(2, z=0.5)
+    model._transitions = sparse.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    # (I − zP)⁻¹ = [[1, z], [z, 1]] / (1 − z²) = [[4/3, 2/3], [2/3, 4/3]]
+    # whole cluster: 1ᵀ·M·1 / 2² = 4 / 4 = 1; the part {0}: M_00 / 1² = 4/3
+    whole, first = model._integral(np.arange(2), [np.arange(2), np.array([0])])
+    np.testing.assert_allclose([whole, first], [1.0, 4.0 / 3.0], rtol=1e-12)
+
+
+def test_mi_adm_target_step_uses_the_chosen_targets():
+    import torch
+
+    from clusterbench.methods import MIADM
+    from clusterbench.methods.mi_adm import adm_targets
+
+    p = torch.tensor([[0.9, 0.1], [0.7, 0.3], [0.2, 0.8]], dtype=torch.float64)
+    for kind in ("mi", "depict", "depict_code"):
+        q, kept = MIADM(2, targets=kind)._update(torch.nn.Identity(), p.log(), None)
+        torch.testing.assert_close(kept, p)
+        torch.testing.assert_close(q, adm_targets(p, kind))
+    # eq. 9 by hand, row 0: (0.9/√1.8, 0.1/√1.2) normalised = (0.8802176, 0.1197824)
+    q, _ = MIADM(2, targets="depict")._update(torch.nn.Identity(), p.log(), None)
+    torch.testing.assert_close(
+        q[0], torch.tensor([0.8802176, 0.1197824], dtype=torch.float64), atol=1e-6, rtol=0
+    )
+
+
+def test_ac_pic_graph_bandwidth_is_a_times_the_mean_squared_neighbour_distance(monkeypatch):
+    import numpy as np
+
+    from clusterbench.methods import ACPIC
+
+    seen = {}
+
+    def capture(self, start, count, adjacency):
+        seen[self.a] = self._transitions.toarray()
+        return np.zeros(len(start), dtype=np.int64)
+
+    monkeypatch.setattr(ACPIC, "_merge", capture)
+    X = np.array([[0.0], [1.0], [3.0]])
+    for a in (1.0, 4.0):
+        ACPIC(2, n_neighbors=2, a=a).fit(X)
+        # squared neighbour distances: 0→(1, 9), 1→(1, 4), 2→(4, 9); mean 28/6; σ² = a·28/6
+        s2 = a * 28 / 6
+        w = np.array(
+            [
+                [0, np.exp(-1 / s2), np.exp(-9 / s2)],
+                [np.exp(-1 / s2), 0, np.exp(-4 / s2)],
+                [np.exp(-9 / s2), np.exp(-4 / s2), 0],
+            ]
+        )
+        np.testing.assert_allclose(seen[a], w / w.sum(1, keepdims=True), rtol=1e-12)
+
+
+def test_ac_pic_keeps_merging_into_the_cluster_it_just_formed():
+    import numpy as np
+
+    from clusterbench.methods import ACPIC
+
+    # One component of first-neighbour links (< 2 clusters), so merging starts from single points.
+    # The tight triple must end as one cluster and the far point alone; merging a new cluster with
+    # its neighbours must compete by its (largest) affinity, not be pushed behind every old pair.
+    X = np.array([[0.0], [0.1], [0.25], [5.0]])
+    model = ACPIC(2).fit(X)
+    assert model.n_initial_clusters_ == 4
+    labels = model.labels_
+    assert labels[0] == labels[1] == labels[2] != labels[3]

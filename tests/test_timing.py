@@ -125,3 +125,29 @@ def test_time_in_rounds_times_the_groups_in_turn_each_round_with_their_threads(c
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "round 1, group a: reference 10.0 ms (1.00x), ours 20.0 ms (2.00x)"
     assert printed[3].startswith("round 2, group b: ")
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_rounds_report_the_least_and_greatest_load_reading(monkeypatch):
+    import itertools
+
+    from clusterbench import timing
+    from clusterbench.timing import Rounds
+
+    readings = itertools.chain([3.0, 1.0, 2.0, 4.0])
+    monkeypatch.setattr(timing.os, "getloadavg", lambda: (next(readings), 0.0, 0.0))
+    clock = [0.0]
+    monkeypatch.setattr(timing, "perf_counter", lambda: clock[0])
+
+    def fit(iterations):
+        clock[0] += 0.5 + 0.01 * iterations
+        return iterations
+
+    timed = Rounds()
+    for _ in range(2):
+        timed.time({"a": fit}, low=1, high=3, repeats=1)
+    frame = timed.frame({})
+    assert (frame["load_low"].iloc[0], frame["load_high"].iloc[0]) == (1.0, 4.0)

@@ -191,3 +191,20 @@ def test_completing_a_record_fills_only_its_empty_fields(tmp_path):
     with path.open(newline="") as handle:
         (read,) = list(csv.DictReader(handle))
     assert (read["fit_hash"], read["data_digest"], read["value"]) == ("fit", "old", "0.5")
+
+
+# From a third mutation audit of the suite: each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_a_record_being_written_is_not_an_outdated_record(tmp_path):
+    from clusterbench.results import records_folder
+    from clusterbench.upgrade import outdated_records
+
+    folder = records_folder(tmp_path, "smoke", "e", "iris", "kmeans")
+    folder.mkdir(parents=True)
+    header = "profile,experiment,dataset,method,seed,fit_hash,data_digest\n"
+    (folder / "abc.csv").write_text(header + "smoke,e,iris,kmeans,0,,\n")
+    (folder / ".def.csv").write_text(header + "smoke,e,iris,kmeans,0,,\n")  # being written
+    (folder / "ghi.csv").write_text(header + "smoke,e,iris,kmeans,0,f,d\n")  # today's form
+    assert [path.name for path, _ in outdated_records(tmp_path)] == ["abc.csv"]
