@@ -7,6 +7,8 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
+from clusterbench.validation import is_int
+
 # init="gaussian": prototypes start at N(0.1, 0.1²) in every coordinate (the authors' code).
 INIT_MEAN, INIT_STD = 0.1, 0.1
 
@@ -27,6 +29,13 @@ def resolve_seed(random_state) -> int:
     if isinstance(random_state, np.random.Generator):
         return int(random_state.integers(2**63 - 1))
     return int(random_state)
+
+
+def repeatable(random_state) -> bool:
+    """Whether a fit's seed is one a later fit can ask for again, an integer: only then may it key
+    a cache file or a checkpoint (a seed drawn from nothing, or from a RandomState or Generator,
+    keys a file no later fit asks for)."""
+    return is_int(random_state)
 
 
 def numpy_random_state(random_state) -> np.random.RandomState:

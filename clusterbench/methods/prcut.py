@@ -54,7 +54,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from clusterbench import graphs
 from clusterbench.errors import HyperparameterError
-from clusterbench.methods._seeding import resolve_seed
+from clusterbench.methods._seeding import repeatable, resolve_seed
 from clusterbench.methods.deep.cache import FitProgress, array_digest, progress_key
 from clusterbench.progress import progress_bar
 from clusterbench.validation import (
@@ -392,7 +392,7 @@ class PRCut(TorchHyperparameters, ClusterMixin, BaseEstimator):
         generator = torch.Generator(device=device).manual_seed(seed % 2**63)
         p_mean = torch.full((k,), 1.0 / k, device=device)
         history = torch.zeros(self.steps, 2, device=device)
-        progress = FitProgress(self._progress_key(X, y, seed) if self.random_state is not None else None)
+        progress = FitProgress(self._progress_key(X, y, seed) if repeatable(self.random_state) else None)
         start = 0
         saved = progress.load()
         if saved is not None:

@@ -36,6 +36,7 @@ from sklearn.metrics import normalized_mutual_info_score
 from torch import nn
 
 from clusterbench.errors import HyperparameterError
+from clusterbench.methods._seeding import repeatable
 from clusterbench.methods.ac_pic import ACPIC
 from clusterbench.methods.deep.base import DeepClusterer, squared_distances
 from clusterbench.methods.deep.cache import FitProgress, array_digest, pretrained_state, progress_key
@@ -326,8 +327,8 @@ class DEPICTClusterer(DeepClusterer):
             head = self._head((q.T @ embedding) / q.sum(0).clamp(min=1.0)[:, None])  # the initial means
             optimizer = torch.optim.Adam([*network.parameters(), *head.parameters()], lr=self.lr)
             modules = {"network": network, "head": head, "optimizer": optimizer}
-            # Only a fit seeded itself: a drawn seed (pretrain_seed alone) keys a file no later fit asks for.
-            progress = FitProgress(self._progress_key(data, seed) if self.random_state is not None else None)
+            # Only a fit seeded itself: pretrain_seed alone leaves this phase's seed drawn.
+            progress = FitProgress(self._progress_key(data, seed) if repeatable(self.random_state) else None)
 
             def save() -> None:  # after an epoch
                 if progress.due():

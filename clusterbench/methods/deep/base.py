@@ -40,7 +40,7 @@ from sklearn.cluster import KMeans
 from torch import nn
 
 from clusterbench.errors import HyperparameterError
-from clusterbench.methods._seeding import resolve_seed
+from clusterbench.methods._seeding import repeatable, resolve_seed
 from clusterbench.methods.deep.cache import array_digest, pretrained_state
 from clusterbench.methods.deep.networks import ACTIVATIONS, REDUCTIONS, MLPAutoencoder, reconstruction_loss
 from clusterbench.progress import progress_bar
@@ -401,10 +401,9 @@ class DeepClusterer(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     def _cached(self) -> bool:
         """Whether this fit's pretraining (and what follows from the pretrained network alone)
-        goes through the cache: only with an integer ``random_state`` or ``pretrain_seed``, since
-        a drawn seed (None, or a NumPy RandomState or Generator) would key a file no later fit
-        could ask for."""
-        return is_int(self.random_state) or self.pretrain_seed is not None
+        goes through the cache: only with a :func:`repeatable` ``random_state`` or a
+        ``pretrain_seed``."""
+        return repeatable(self.random_state) or self.pretrain_seed is not None
 
     def _load_or_pretrain(
         self, network: nn.Module, data: torch.Tensor, epochs: int, pretrain_seed: int
