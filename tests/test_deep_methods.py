@@ -429,11 +429,6 @@ def test_a_pretraining_setting_changed_pretrains_again(change, tmp_path, monkeyp
 def test_annealed_dkm_spends_epochs_epochs_at_each_alpha_then_keeps_the_last():
     import math
 
-    import pytest
-    import torch
-
-    from clusterbench.methods import DKM
-
     model = DKM(2, alpha="annealed", epochs=2, distance="euclidean")
     z = torch.tensor([[0.5]], dtype=torch.float64)
     centres = torch.tensor([[0.0], [1.1]], dtype=torch.float64)  # d² = 0.25, 0.36; d = 0.5, 0.6

@@ -111,7 +111,6 @@ def test_init_none_is_a_hyperparameter_error(name):
 
 
 def test_khatri_rao_init_takes_a_list_an_array_or_a_tensor_of_the_sets():
-    import torch
 
     sets = [X[:2], X[2:4]]
     labels = [

@@ -432,8 +432,6 @@ def test_a_hyperparameter_some_methods_of_a_sweep_lack_is_refused_naming_the_gri
 
 
 def test_a_swept_map_entry_keeps_its_spelling_and_the_source_node_is_not_forced(monkeypatch):
-    from clusterbench import overrides
-    from clusterbench.overrides import rewrite_overrides
 
     monkeypatch.setattr(overrides, "_swept_keys", lambda words: {"grids.kmeans.n_init"})
     assert rewrite_overrides(["grids.kmeans.n_init=[1,10]", "method_seeds.dbscan=[0]"]) == [

@@ -934,11 +934,7 @@ def test_a_stored_fit_is_the_latest_successful_record_of_the_fit(tmp_path):
 def test_n_clusters_may_equal_the_number_of_points_but_not_exceed_it():
     from types import SimpleNamespace
 
-    import numpy as np
-    import pytest
-
     from clusterbench.checks import check_n_clusters
-    from clusterbench.errors import HyperparameterError
 
     data = SimpleNamespace(name="four", y=np.zeros(4))
     check_n_clusters(SimpleNamespace(n_clusters=4), data)  # k = n: allowed (docstring: between 2 and n)

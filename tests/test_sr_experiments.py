@@ -279,9 +279,6 @@ def test_the_committed_table_2_holds_the_issues_bar():
 
 
 def _fig1_rows(key, seed=0, status="ok"):
-    import json
-
-    from clusterbench.results import COLUMNS
 
     base = dict.fromkeys(COLUMNS, "")
     base |= {
@@ -301,10 +298,6 @@ def _fig1_rows(key, seed=0, status="ok"):
 
 
 def test_fig1_draws_only_the_asked_seed_and_only_successful_runs(tmp_path):
-    import numpy as np
-
-    from clusterbench.figures import sr_kmeans as figures
-    from clusterbench.results import load_records, record_path, write_record
 
     other_seed = record_path(tmp_path, "smoke", "sr_table3", "cmu_pie", "mi_adm", "seed1")
     write_record(

@@ -373,44 +373,28 @@ def test_prior_corrected_labels_add_half_the_log_prior():
 # From a third mutation audit of the suite: each test below failed with one plausible bug in
 # place and passed without it.
 
+# Two soft posteriors and their batch information by hand: the mean of Σ_k p ln p over the points,
+# ((.9 ln .9 + .1 ln .1) + (.2 ln .2 + .8 ln .8)) / 2, plus the entropy of their mean (0.55, 0.45).
+SOFT_POSTERIORS = [[0.9, 0.1], [0.2, 0.8]]
+SOFT_INFORMATION = (
+    (0.9 * math.log(0.9) + 0.1 * math.log(0.1)) + (0.2 * math.log(0.2) + 0.8 * math.log(0.8))
+) / 2 - (0.55 * math.log(0.55) + 0.45 * math.log(0.45))
+
 
 def test_batch_mutual_information_of_soft_posteriors_by_hand():
-    import math
-
-    import pytest
-    import torch
-
-    from clusterbench.methods.mi_d import batch_mutual_information
-
-    p = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64)
-    # mean_i Σ_k p log p = ((.9ln.9+.1ln.1) + (.2ln.2+.8ln.8))/2; prior (0.55, 0.45)
-    first = ((0.9 * math.log(0.9) + 0.1 * math.log(0.1)) + (0.2 * math.log(0.2) + 0.8 * math.log(0.8))) / 2
-    entropy_of_prior = -(0.55 * math.log(0.55) + 0.45 * math.log(0.45))
-    expected = first + entropy_of_prior  # 0.2753961
-    assert float(batch_mutual_information(p.log())) == pytest.approx(expected, rel=1e-9)
-    assert expected == pytest.approx(0.2753961, abs=1e-7)
+    p = torch.tensor(SOFT_POSTERIORS, dtype=torch.float64)
+    assert float(batch_mutual_information(p.log())) == pytest.approx(SOFT_INFORMATION, rel=1e-9)
+    assert pytest.approx(0.2753961, abs=1e-7) == SOFT_INFORMATION
 
 
 def test_mi_d_minimises_minus_the_batch_information_after_phase_one():
-    import math
-
-    import pytest
-    import torch
-
-    from clusterbench.methods import MID
-
-    logits = torch.tensor([[0.9, 0.1], [0.2, 0.8]], dtype=torch.float64).log()  # softmax = themselves
+    logits = torch.tensor(SOFT_POSTERIORS, dtype=torch.float64).log()  # softmax = themselves
     loss = MID(2)._batch_loss(torch.nn.Identity(), logits, None, hard=False)
-    first = ((0.9 * math.log(0.9) + 0.1 * math.log(0.1)) + (0.2 * math.log(0.2) + 0.8 * math.log(0.8))) / 2
-    information = first - (0.55 * math.log(0.55) + 0.45 * math.log(0.45))
-    assert float(loss) == pytest.approx(-information, rel=1e-9)  # −Î_B: the loss falls as Î_B rises
+    assert float(loss) == pytest.approx(-SOFT_INFORMATION, rel=1e-9)  # −Î_B: falls as Î_B rises
 
 
 def test_ac_pic_path_integral_of_a_two_point_walk_by_hand():
-    import numpy as np
     from scipy import sparse
-
-    from clusterbench.methods import ACPIC
 
     model = ACPIC(2, z=0.5)
     model._transitions = sparse.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]]))
@@ -421,11 +405,6 @@ def test_ac_pic_path_integral_of_a_two_point_walk_by_hand():
 
 
 def test_mi_adm_target_step_uses_the_chosen_targets():
-    import torch
-
-    from clusterbench.methods import MIADM
-    from clusterbench.methods.mi_adm import adm_targets
-
     p = torch.tensor([[0.9, 0.1], [0.7, 0.3], [0.2, 0.8]], dtype=torch.float64)
     for kind in ("mi", "depict", "depict_code"):
         q, kept = MIADM(2, targets=kind)._update(torch.nn.Identity(), p.log(), None)
@@ -439,10 +418,6 @@ def test_mi_adm_target_step_uses_the_chosen_targets():
 
 
 def test_ac_pic_graph_bandwidth_is_a_times_the_mean_squared_neighbour_distance(monkeypatch):
-    import numpy as np
-
-    from clusterbench.methods import ACPIC
-
     seen = {}
 
     def capture(self, start, count, adjacency):
@@ -466,10 +441,6 @@ def test_ac_pic_graph_bandwidth_is_a_times_the_mean_squared_neighbour_distance(m
 
 
 def test_ac_pic_keeps_merging_into_the_cluster_it_just_formed():
-    import numpy as np
-
-    from clusterbench.methods import ACPIC
-
     # One component of first-neighbour links (< 2 clusters), so merging starts from single points.
     # The tight triple must end as one cluster and the far point alone; merging a new cluster with
     # its neighbours must compete by its (largest) affinity, not be pushed behind every old pair.

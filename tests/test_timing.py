@@ -134,9 +134,6 @@ def test_time_in_rounds_times_the_groups_in_turn_each_round_with_their_threads(c
 def test_rounds_report_the_least_and_greatest_load_reading(monkeypatch):
     import itertools
 
-    from clusterbench import timing
-    from clusterbench.timing import Rounds
-
     readings = itertools.chain([3.0, 1.0, 2.0, 4.0])
     monkeypatch.setattr(timing.os, "getloadavg", lambda: (next(readings), 0.0, 0.0))
     clock = [0.0]
