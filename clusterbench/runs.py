@@ -1,9 +1,10 @@
 """What one run is, read side: tidy records -> one row per run.
 
 A run is a record file (a method's name and its config hash). A fit scored under several metric
-suites counts once (:func:`_one_run_per_fit`), and so does a point fitted in two places, on CPU
-and CUDA or with two thread counts (:func:`_without_twins_elsewhere`). Tables, figures and the
-summary all count runs this way.
+suites counts once (:func:`_one_run_per_fit`), and so does a point and seed recorded twice in one
+folder (:func:`_latest_run_per_point`): fitted in two places (on CPU and CUDA, or with two thread
+counts), or again after an edit of its configuration that its hyperparameters do not show (a
+dataset's settings or description). Tables, figures and the summary all count runs this way.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     runs = _one_run_per_fit(runs.reset_index(), metrics=list(ok["metric"].unique()))
     # In an order of what the runs are, not of their hashes: the first of runs tied on a
     # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
-    runs = _without_twins_elsewhere(runs)
+    runs = _latest_run_per_point(runs)
     what = ["experiment", "dataset", "method", "variant", "params", "seed"]
     keys = [
         (*names, _params_order(params), seed) for *names, params, seed in runs[what].itertuples(index=False)
@@ -81,21 +82,21 @@ def _one_run_per_fit(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return pd.concat([runs[~shared], kept.reset_index().drop(columns="succeeded")], ignore_index=True)
 
 
-def _without_twins_elsewhere(runs: pd.DataFrame) -> pd.DataFrame:
-    """A point fitted in two places — on CPU and CUDA, or with two thread counts (``force=true``
-    on the other machine) — counts once: by its latest successful record (its latest record if
-    none succeeded), as the runner reuses a point fitted elsewhere (:mod:`clusterbench.resume`)."""
+def _latest_run_per_point(runs: pd.DataFrame) -> pd.DataFrame:
+    """A point (its hyperparameters but where it ran, :data:`PLACE`) and seed count once in a
+    folder: by the latest successful record (the latest record if none succeeded). Two records of
+    one point are twins fitted in two places (``force=true`` on the other machine; the runner
+    reuses a point fitted elsewhere, :mod:`clusterbench.resume`), or a record and the earlier one
+    that an edit of the job's configuration outside the point left beside it (its record is named
+    by a hash of the dataset's config too): counting both would weigh a seed twice and average
+    two configurations into one cell."""
     keys = ["experiment", "profile", "dataset", "method", "variant", "seed", "point"]
     frame = runs.assign(
         point=runs["params"].map(lambda p: params_without(p, *PLACE)),
-        ran_on=runs["params"].map(lambda p: json.dumps([json.loads(p).get(k) for k in PLACE])),
         succeeded=runs["status"] == "ok",
     )
-    twins = frame.groupby(keys, sort=False)["ran_on"].transform("nunique") > 1
-    kept = (
-        frame[twins].sort_values(["succeeded", "timestamp"], kind="stable").drop_duplicates(keys, keep="last")
-    )
-    return runs.loc[frame.index[~twins].union(kept.index)]
+    kept = frame.sort_values(["succeeded", "timestamp"], kind="stable").drop_duplicates(keys, keep="last")
+    return runs.loc[kept.index.sort_values()]
 
 
 def params_without(params: str, *names: str) -> str:

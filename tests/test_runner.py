@@ -660,6 +660,29 @@ def test_a_point_finished_on_the_other_device_is_reused_and_a_forced_twin_counts
     assert list(wide_runs(records)["config_hash"]) == [cpu.path.stem]
 
 
+def test_a_point_rerun_after_an_edit_of_its_dataset_config_counts_once_by_its_latest_record(tmp_path):
+    """A dataset's config is hashed into its records' names: edited (its description, then its
+    preprocessing), it has the points fitted again beside their earlier records. Each seed counts
+    once, by its latest record, in tables and the summary alike: not twice, nor averaged over the
+    two configurations."""
+    (first,) = run_job(iris(tmp_path))
+    (described,) = run_job(iris(tmp_path, "dataset.description=edited"))
+    (raw,) = run_job(iris(tmp_path, "dataset.description=edited", "dataset.preprocess=null"))
+    (other_seed,) = run_job(iris(tmp_path, "dataset.description=edited", "dataset.preprocess=null", "seed=1"))
+    assert len({first.path, described.path, raw.path, other_seed.path}) == 4
+    assert first.scores["acc"] == described.scores["acc"] != raw.scores["acc"]  # standardised or not
+    records = load_records(tmp_path, "smoke")
+    order = [first.path.stem, described.path.stem, raw.path.stem, other_seed.path.stem]
+    written = {stem: f"2026-01-0{day}" for day, stem in enumerate(order, start=1)}  # in that order
+    records["timestamp"] = records["config_hash"].map(written)
+    runs = wide_runs(records)
+    assert sorted(runs["config_hash"]) == sorted([raw.path.stem, other_seed.path.stem])
+    row = summarize(records).iloc[0]
+    assert (row["runs"], row["acc_mean"]) == (2, np.mean([raw.scores["acc"], other_seed.scores["acc"]]))
+    records.loc[records["config_hash"] == raw.path.stem, "status"] = "failed"  # the latest failed:
+    assert set(wide_runs(records)["config_hash"]) == {described.path.stem, other_seed.path.stem}
+
+
 class OnThreads(OnDevice):
     """Takes a device and a thread count, as the torch estimators do."""
 
