@@ -234,10 +234,28 @@ def method_names() -> list[str]:
 
 @cache
 def dataset_names() -> list[str]:
-    """The names records give the datasets: each file's ``name``, else the file's own. Read once
-    per process: a sweep checks every job's keyed maps against them (a finished 600-job
-    kcprime_tableS1 took 107 s to resume when every job read the 35 files again, 27.5 s since)."""
-    return sorted({load_option("dataset", option).get("name") or option for option in options("dataset")})
+    """The names records give the datasets (:func:`dataset_record_names`). Read once per process:
+    a sweep checks every job's keyed maps against them (a finished 600-job kcprime_tableS1 took
+    107 s to resume when every job read the 35 files again, 27.5 s since)."""
+    return sorted(set(dataset_record_names().values()))
+
+
+def dataset_record_names() -> dict[str, str]:
+    """The name each dataset option's records carry: its file's ``name``, else that of the dataset
+    it extends (its ``defaults``), else the file's own."""
+    files, known = _option_files("dataset"), {}
+    return {option: _dataset_name(option, files, known) for option in files}
+
+
+def _dataset_name(
+    option: str, files: dict[str, Path], known: dict[str, str], visiting: tuple[str, ...] = ()
+) -> str:
+    if option not in known:
+        spec = _file_spec("dataset", option, files, visiting)
+        parents = [entry for entry in spec.get("defaults") or [] if isinstance(entry, str) and entry in files]
+        inherited = _dataset_name(parents[0], files, known, (*visiting, option)) if parents else option
+        known[option] = spec.get("name") or inherited
+    return known[option]
 
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -267,25 +285,7 @@ def _method_file(
     them. A file that is not a mapping, or extends itself, is named."""
     if option in known:
         return known[option]
-    if option in visiting:
-        raise UserError(
-            f"{option_label('method', option)}: its defaults extend it again "
-            f"({' -> '.join([*visiting, option])}); remove the loop"
-        )
-    try:
-        # The few keys needed, by libyaml: OmegaConf's reader takes 15x as long, and a check of
-        # the method files runs before each command (7 ms a file against 0.5 ms).
-        spec = yaml.load(files[option].read_text(), Loader=_YAML_LOADER)
-    except yaml.YAMLError as exc:
-        raise UserError(
-            f"{option_label('method', option)} is not valid YAML ({first_line(exc)}); fix it or move it away"
-        ) from None
-    spec = {} if spec is None else spec
-    if not isinstance(spec, dict):
-        raise UserError(
-            f"{option_label('method', option)} holds a {type(spec).__name__}, not a mapping of keys; "
-            "fix it or move it away"
-        )
+    spec = _file_spec("method", option, files, visiting)
     estimator = spec.get("estimator")
     own = MethodFile(
         spec.get("name") or _UNSET,
@@ -306,6 +306,32 @@ def _method_file(
     return own
 
 
+def _file_spec(group: str, option: str, files: dict[str, Path], visiting: tuple[str, ...]) -> dict:
+    """The mapping option ``option``'s file of ``group`` holds, read to follow its ``defaults``
+    (``visiting``: the options that extend it, so far); a file that is not a mapping, or extends
+    itself, is named."""
+    if option in visiting:
+        raise UserError(
+            f"{option_label(group, option)}: its defaults extend it again "
+            f"({' -> '.join([*visiting, option])}); remove the loop"
+        )
+    try:
+        # The few keys needed, by libyaml: OmegaConf's reader takes 15x as long, and a check of
+        # the method and dataset files runs before each command (7 ms a file against 0.5 ms).
+        spec = yaml.load(files[option].read_text(), Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        raise UserError(
+            f"{option_label(group, option)} is not valid YAML ({first_line(exc)}); fix it or move it away"
+        ) from None
+    spec = {} if spec is None else spec
+    if not isinstance(spec, dict):
+        raise UserError(
+            f"{option_label(group, option)} holds a {type(spec).__name__}, not a mapping of keys; "
+            "fix it or move it away"
+        )
+    return spec
+
+
 def estimator_parameters(target: str | None) -> set[str] | None:
     """The ``__init__`` arguments of the estimator class ``target`` names (a method file's); None
     where there is none or it cannot be imported (the run itself names why)."""
@@ -318,22 +344,27 @@ def estimator_parameters(target: str | None) -> set[str] | None:
     return set(inspect.signature(estimator.__init__).parameters) - {"self"}
 
 
-def check_method_distinct(chosen: list[str]) -> None:
-    """Refuse a chosen method file whose records would carry another file's name and variant (a
-    copy of ``kmeans.yaml`` whose ``name`` was left): summaries and tables would mix the two. The
-    file copied from, chosen alone, runs: the copy is the one to rename."""
-    identities = {option: (file.name, file.variant) for option, file in method_files().items()}
+def check_distinct(group: str, chosen: list[str]) -> None:
+    """Refuse a chosen method or dataset file whose records would carry another file's name (a
+    method's, its name and variant): a copy of ``kmeans.yaml`` or ``iris.yaml`` whose ``name`` was
+    left. Its records would lie in the other's folders, where summaries and tables would mix the
+    two (a point and seed count once there, :mod:`clusterbench.runs`, so one file's runs could
+    hide the other's). The file copied from, chosen alone, runs: the copy is the one to rename."""
+    if group == "method":
+        identities = {
+            option: {"name": file.name, "variant": file.variant} for option, file in method_files().items()
+        }
+    else:
+        identities = {option: {"name": name} for option, name in dataset_record_names().items()}
     for option in chosen:
-        name, variant = identities[option]
-        twins = [
-            other for other, identity in identities.items() if other != option and identity == (name, variant)
-        ]
-        if twins and option != name:
-            source = next((twin for twin in twins if twin == name), twins[0])
+        identity = identities[option]
+        twins = [other for other, theirs in identities.items() if other != option and theirs == identity]
+        if twins and option != identity["name"]:
+            source = next((twin for twin in twins if twin == identity["name"]), twins[0])
+            recorded = ", ".join(f"{key}={value}" for key, value in identity.items())
             raise UserError(
-                f"method '{option}' records as name={name}, variant={variant}, as "
-                f"{option_label('method', source)} does, so their results would mix; give "
-                f"{option_label('method', option)} a name of its own (name: {option})"
+                f"{group} '{option}' records as {recorded}, as {option_label(group, source)} does, so their "
+                f"results would mix; give {option_label(group, option)} a name of its own (name: {option})"
             )
 
 

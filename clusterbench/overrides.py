@@ -20,9 +20,9 @@ from clusterbench.catalog import (
     CONFIG_DIR_ENV,
     FILE_KEYS,
     GROUPS,
+    check_distinct,
     check_file_keys,
     check_in_cache,
-    check_method_distinct,
     check_option,
     check_source,
     compose_config,
@@ -356,7 +356,7 @@ def check_overrides(words: list[str]) -> Path | None:
         ]
     # A method renamed on the command line records under its new name: nothing to mix.
     if not any(word.lstrip("+").startswith(("method.name=", "method.variant=")) for word in words):
-        check_method_distinct(list(dict.fromkeys([*(methods or []), choices["method"]])))
+        check_distinct("method", list(dict.fromkeys([*(methods or []), choices["method"]])))
     if multirun and methods:
         check_method_override_reach(list(dict.fromkeys(methods)), method_settings, cfg.get("method_seeds"))
     check_source(cfg.dataset, datasets[0] if given and datasets else None)
@@ -370,6 +370,9 @@ def check_overrides(words: list[str]) -> Path | None:
             for e in experiments
         ]
         datasets = [name for value in swept if value for name in _parse_options("dataset", value) or []]
+    # A dataset renamed on the command line records under its new name: nothing to mix.
+    if not any(word.lstrip("+").startswith("dataset.name=") for word in words):
+        check_distinct("dataset", list(dict.fromkeys(datasets or [choices["dataset"]])))
     if datasets is not None or not given:
         check_in_cache(list(dict.fromkeys(datasets or [cfg.dataset.name])), sweep=multirun)
     results_dir = _results_dir(cfg)

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.catalog import locate
+from clusterbench.checks import metric_options
+from clusterbench.errors import UserError
 from clusterbench.results import (
     finished_record,
     first_rows,
@@ -35,6 +37,7 @@ from clusterbench.results import (
     read_trace,
     records_by_fit,
 )
+from clusterbench.runs import PLACE
 
 if TYPE_CHECKING:
     from clusterbench.runner import Job
@@ -142,8 +145,6 @@ class Ledger:
         if found and not stale:
             entry.done = found
             return entry
-        if job.cfg.force:
-            return entry
         # Records of this fit on the same data under another metric suite: one skipped or timed
         # out here under today's limits would be again, and one that succeeded (on either device)
         # lends its labels, scored with this suite instead of fitting again; failing those, a
@@ -156,6 +157,9 @@ class Ledger:
             for each in self._elsewhere(point)
             for record in _other_records(self._by_fit, job.fit_hash_of(each), path, digest)
         ]
+        _check_metric_names(job.cfg.metrics, here + there)
+        if job.cfg.force:
+            return entry
         if not found:
             n_points, limit = len(job.data.y), job.method.get("max_samples")
             entry.done = _stopped_elsewhere(here, n_points, limit, job.timeout)
@@ -203,6 +207,22 @@ class Ledger:
         ]
 
 
+def _check_metric_names(metrics, others: list[Path]) -> None:
+    """Refuse a suite that gives a metric's name to a metric with other options than the records
+    ``others`` of the same fit give it (NMI averaged otherwise): tables and the summary read one
+    value per metric name and fit (:mod:`clusterbench.runs`), so one would stand for the other."""
+    suite = {name: json.loads(json.dumps(metric_options(spec))) for name, spec in metrics.items()}
+    for other in others:
+        record = read_record(other)
+        for name, options in zip(record["metric"], record["metric_params"], strict=True):
+            if name in suite and json.loads(options) != suite[name]:
+                raise UserError(
+                    f"metric '{name}' is scored with options {json.dumps(suite[name])} here but "
+                    f"{options} in {other}, a record of the same fit; give this one a name of its own in "
+                    "a suite of your own (docs/extending.md#adding-a-metric), or write to another results_dir"
+                )
+
+
 def _finished_point(path: Path, twins: Iterable[Path], retry_failed: bool):
     """(path, record) of the point's finished record (a failed one too, unless ``retry_failed``),
     or of a fit that succeeded elsewhere (a skip, timeout or failure there says nothing about
@@ -241,8 +261,11 @@ def _elsewhere(point: dict, places: Places) -> Iterator[dict]:
     ``cuda``) and with another thread count (:data:`THREADS_RUN`) that some record ran at
     (``places``), for an estimator that takes ``device`` and ``n_threads``. Where a fit ran moves
     its numbers at rounding only, and its record says where (``device``, ``params``), so such a
-    record stands for the point."""
-    params = point["params"]
+    record stands for the point. A place parameter that the estimator's records are named without
+    at its former value (``n_threads`` at 1, ``runner.named_by``) is put back to list the twins, and
+    left out again of each twin's name."""
+    later = getattr(locate(point["target"]), "_params_added_later", {})
+    params = {**{key: later[key] for key in PLACE if key in later}, **point["params"]}
     devices = tuple(d for d in DEVICES_RUN if d in places.devices or d == params.get("device"))
     threads = tuple(t for t in THREADS_RUN if t in places.threads or t == params.get("n_threads"))
     choices = {}
@@ -251,7 +274,9 @@ def _elsewhere(point: dict, places: Places) -> Iterator[dict]:
     if "n_threads" in params:
         choices["n_threads"] = _own_first(params["n_threads"], threads)
     for values in itertools.islice(itertools.product(*choices.values()), 1, None):  # the first: itself
-        yield {**point, "params": {**params, **dict(zip(choices, values, strict=True))}}
+        twin = {**params, **dict(zip(choices, values, strict=True))}
+        named = {key: value for key, value in twin.items() if key not in later or value != later[key]}
+        yield {**point, "params": named}
 
 
 def _own_first(own, options: tuple) -> tuple:

@@ -34,7 +34,7 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
     runs = _one_run_per_fit(runs.reset_index(), metrics=list(ok["metric"].unique()))
     # In an order of what the runs are, not of their hashes: the first of runs tied on a
     # protocol's metric is the one chosen (the smallest update_interval of equal DEC runs, say).
-    runs = _latest_run_per_point(runs)
+    runs = _latest_run_per_point(runs, metrics=list(ok["metric"].unique()))
     what = ["experiment", "dataset", "method", "variant", "params", "seed"]
     keys = [
         (*names, _params_order(params), seed) for *names, params, seed in runs[what].itertuples(index=False)
@@ -82,21 +82,34 @@ def _one_run_per_fit(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     return pd.concat([runs[~shared], kept.reset_index().drop(columns="succeeded")], ignore_index=True)
 
 
-def _latest_run_per_point(runs: pd.DataFrame) -> pd.DataFrame:
+def _latest_run_per_point(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
     """A point (its hyperparameters but where it ran, :data:`PLACE`) and seed count once in a
     folder: by the latest successful record (the latest record if none succeeded). Two records of
     one point are twins fitted in two places (``force=true`` on the other machine; the runner
     reuses a point fitted elsewhere, :mod:`clusterbench.resume`), or a record and the earlier one
     that an edit of the job's configuration outside the point left beside it (its record is named
     by a hash of the dataset's config too): counting both would weigh a seed twice and average
-    two configurations into one cell."""
+    two configurations into one cell. Twins elsewhere are one fit, so a metric the kept record
+    lacks is its latest successful twin's (a point rescored under another suite on the other
+    machine: the first suite's SC stays)."""
     keys = ["experiment", "profile", "dataset", "method", "variant", "seed", "point"]
     frame = runs.assign(
         point=runs["params"].map(lambda p: params_without(p, *PLACE)),
         succeeded=runs["status"] == "ok",
     )
-    kept = frame.sort_values(["succeeded", "timestamp"], kind="stable").drop_duplicates(keys, keep="last")
-    return runs.loc[kept.index.sort_values()]
+    ranked = frame.sort_values(["succeeded", "timestamp"], kind="stable")
+    kept = ranked.drop_duplicates(keys, keep="last")
+    chosen = runs.loc[kept.index.sort_values()]
+    twins = ranked[ranked["succeeded"] & ~ranked.index.isin(kept.index)]
+    if metrics and not twins.empty:
+        pairs = twins.merge(
+            kept[[*keys, "params"]].rename_axis("kept").reset_index(), on=keys, suffixes=("", "_kept")
+        )
+        elsewhere = pairs[pairs["params"] != pairs["params_kept"]]  # in the order ranked: latest last
+        if not elsewhere.empty:
+            chosen = chosen.copy()
+            chosen.update(elsewhere.groupby("kept")[metrics].last(), overwrite=False)
+    return chosen
 
 
 def params_without(params: str, *names: str) -> str:

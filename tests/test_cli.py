@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 import yaml
 
-from clusterbench.catalog import CONF_DIR, CONFIG_DIR_ENV, check_method_distinct, options
+from clusterbench.catalog import (
+    CONF_DIR,
+    CONFIG_DIR_ENV,
+    check_distinct,
+    options,
+)
 from clusterbench.errors import INTERRUPTED, UserError
 from clusterbench.results import check_writable, load_records
 from tests.helpers import DATA_FOLDER, REPO, cli, record_files, require_cached, run_cli
@@ -621,7 +626,47 @@ def test_a_method_copied_without_a_name_of_its_own_is_refused_before_its_records
     )
     assert result.returncode == 0, result.stderr
     monkeypatch.delenv(CONFIG_DIR_ENV)  # the shipped methods' variants are all told apart
-    check_method_distinct(options("method"))
+    check_distinct("method", options("method"))
+
+
+def test_a_dataset_copied_without_a_name_of_its_own_is_refused_before_its_records_mix(tmp_path, monkeypatch):
+    # cp conf/dataset/iris.yaml …/iris_raw.yaml with preprocess: none and the name left (or a file
+    # extending iris): both record as 'iris' into one folder, where a point and seed count once, so
+    # one configuration's runs would hide the other's (a summary showed 2 runs of 4 fitted).
+    (tmp_path / "dataset").mkdir()
+    copied = (
+        (CONF_DIR / "dataset" / "iris.yaml")
+        .read_text()
+        .replace("preprocess: standardize", "preprocess: none")
+    )
+    own = tmp_path / "dataset" / "iris_raw.yaml"
+    own.write_text(copied)
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
+    refusal = (
+        "clusterbench: error: dataset 'iris_raw' records as name=iris, as conf/dataset/iris.yaml does, so "
+        f"their results would mix; give {own} a name of its own (name: iris_raw)"
+    )
+    for words in (["-m", "dataset=iris,iris_raw"], ["dataset=iris_raw"]):
+        result = cli("run", *words, "method=kmeans", "profile=smoke", f"results_dir={tmp_path / 'r'}")
+        assert result.returncode == 2 and result.stderr.strip() == refusal, (words, result.stderr)
+    assert not (tmp_path / "r").exists()  # refused before any job
+    own.write_text("defaults:\n  - iris\n  - _self_\npreprocess: none\n")  # extends iris: its name too
+    result = cli("run", "dataset=iris_raw", "method=kmeans", "profile=smoke", f"results_dir={tmp_path / 'r'}")
+    assert result.returncode == 2 and result.stderr.strip() == refusal, result.stderr
+    # The file copied from runs; so does the copy renamed on the command line, and named in its file.
+    for words in (["dataset=iris"], ["dataset=iris_raw", "dataset.name=raw"]):
+        result = cli("run", *words, "method=kmeans", "profile=smoke", f"results_dir={tmp_path / 'k'}")
+        assert result.returncode == 0, (words, result.stderr)
+    own.write_text(copied.replace("name: iris", "name: iris_raw"))
+    result = cli("run", "dataset=iris_raw", "method=kmeans", "profile=smoke", f"results_dir={tmp_path / 'k'}")
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in (tmp_path / "k" / "runs" / "smoke" / "adhoc").iterdir()) == [
+        "iris",
+        "iris_raw",
+        "raw",
+    ]
+    monkeypatch.delenv(CONFIG_DIR_ENV)  # the shipped datasets all record under names of their own
+    check_distinct("dataset", options("dataset"))
 
 
 @pytest.mark.parametrize(
@@ -641,7 +686,7 @@ def test_a_broken_method_file_is_named_in_one_line_not_a_traceback(tmp_path, mon
     (tmp_path / "method" / "loop_b.yaml").write_text("defaults:\n  - loop_a\n  - _self_\n")
     monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
     with pytest.raises(UserError, match=re.escape(f"{tmp_path / 'method' / 'loop_a.yaml'}")) as error:
-        check_method_distinct(["kmeans"])
+        check_distinct("method", ["kmeans"])
     assert expected in str(error.value)
 
 

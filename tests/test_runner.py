@@ -24,6 +24,7 @@ from clusterbench.catalog import locate
 from clusterbench.data import data_digest, load_dataset
 from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
+from clusterbench.methods.kmeans_cprime import _TruncatedEM
 from clusterbench.results import (
     code_version,
     finished_record,
@@ -683,6 +684,54 @@ def test_a_point_rerun_after_an_edit_of_its_dataset_config_counts_once_by_its_la
     assert set(wide_runs(records)["config_hash"]) == {described.path.stem, other_seed.path.stem}
 
 
+def test_a_point_rescored_elsewhere_under_another_suite_keeps_the_first_suites_metrics(tmp_path, monkeypatch):
+    """Fitted on CPU under the default suite, then rescored on the GPU machine from those labels
+    under the external suite: one fit, which the tables and summary hold with both suites'
+    metrics (the later record alone had lost SC)."""
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    on = "method.estimator._target_=tests.test_runner.OnDevice"
+    (cpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu"))
+    (external,) = run_job(iris(tmp_path, on, "+method.estimator.device=cuda", "metrics=external"))
+    assert (external.status, OnDevice.fits) == ("rescored", 1) and "sc" not in external.scores
+    records = load_records(tmp_path, "smoke")
+    records["timestamp"] = records["config_hash"].map(
+        {cpu.path.stem: "2026-01-01", external.path.stem: "2026-01-02"}
+    )
+    (run,) = wide_runs(records).to_dict("records")
+    assert (run["config_hash"], run["sc"], run["purity"]) == (
+        external.path.stem,
+        cpu.scores["sc"],
+        external.scores["purity"],
+    )
+    assert summarize(records)["sc_n"].tolist() == [1]
+
+
+def test_a_metric_name_given_to_other_options_for_a_recorded_fit_is_refused(tmp_path):
+    """NMI averaged geometrically under the default suite's name, for a fit recorded with the
+    arithmetic NMI: tables read one value per metric name and fit, so the later record's NMI would
+    have stood for both (the summary showed the geometric one after the default suite's rerun)."""
+    (default,) = run_job(iris(tmp_path, "metrics=default"))
+    for words in (
+        ["metrics.nmi.average_method=geometric"],
+        ["metrics.nmi.average_method=geometric", "force=true"],
+    ):
+        with pytest.raises(
+            UserError, match=r"metric 'nmi' is scored with options \{\"average_method\": \"geometric\"\}"
+        ):
+            run_job(iris(tmp_path, "metrics=default", *words))
+    assert sorted(path.name for path in default.path.parent.glob("*.csv")) == [default.path.name]
+    (apart,) = run_job(
+        iris(
+            tmp_path,
+            "metrics=default",
+            "+metrics.nmi_geometric={_target_: clusterbench.metrics.nmi, average_method: geometric}",
+        )
+    )
+    (same,) = run_job(iris(tmp_path, "metrics=default", "metrics.nmi.average_method=arithmetic"))
+    assert (apart.status, same.status) == ("rescored", "cached")
+    assert apart.scores["nmi"] == default.scores["nmi"] != apart.scores["nmi_geometric"]
+
+
 class OnThreads(OnDevice):
     """Takes a device and a thread count, as the torch estimators do."""
 
@@ -717,6 +766,21 @@ def test_a_point_fitted_with_another_thread_count_or_device_is_reused_and_counts
     assert forced.status == "ok" and forced.path != gpu.path and OnThreads.fits == 3
     runs = wide_runs(load_records(tmp_path, "smoke"))
     assert sorted(runs["seed"]) == [0, 1]  # seed 0 fitted twice, counted once
+
+
+@pytest.mark.parametrize(("first", "then"), [("threads=2", "threads=1"), ("threads=1", "threads=2")])
+def test_a_point_named_without_its_former_thread_count_is_found_at_another(
+    tmp_path, monkeypatch, first, then
+):
+    """Lazy k-means (as CLAM, DEC, k-means-C′ and Khatri-Rao k-means) names a record at
+    n_threads=1 without it, a parameter added later (runner.named_by): its twin at another thread
+    count is looked up under that name too, and found, from either side."""
+    fits = []
+    fit = _TruncatedEM.fit
+    monkeypatch.setattr(_TruncatedEM, "fit", lambda self, X, y=None: fits.append(len(X)) or fit(self, X, y))
+    (one,) = run_job(iris(tmp_path, "method=lazy_kmeans", first))
+    (two,) = run_job(iris(tmp_path, "method=lazy_kmeans", then))
+    assert (one.status, two.status, two.path, len(fits)) == ("ok", "cached", one.path, 1)
 
 
 def test_twins_are_looked_for_only_where_the_folders_records_ran(tmp_path, monkeypatch):

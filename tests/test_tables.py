@@ -139,6 +139,17 @@ def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     assert chosen["ours_std"] == pytest.approx(0.1)
 
 
+def test_best_mean_counts_the_seeds_of_the_grid_point_it_chose():
+    """A grid point with one seed recorded (a sweep stopped) beats one with three by its mean: the
+    cell's value is of one seed, so it says one (a table naming seeds [0, 1, 2] marks it §)."""
+    params = [json.dumps({"a": 1, "random_state": seed}) for seed in (0, 1, 2)] + [json.dumps({"a": 2})]
+    runs = pd.DataFrame({"params": params, "seed": [0, 1, 2, 0], "sc": [0.5, 0.5, 0.5, 0.9], "status": "ok"})
+    chosen = select(runs, OmegaConf.create({"kind": "best_mean", "by": "sc"}), "sc")
+    assert (chosen["selected"], chosen["ours"], chosen["n_seeds"]) == ("a=2", 0.9, 1)
+    runs.loc[3, "sc"] = 0.1  # the point of three seeds chosen: three
+    assert select(runs, OmegaConf.create({"kind": "best_mean", "by": "sc"}), "sc")["n_seeds"] == 3
+
+
 def test_best_mean_averages_a_points_seeds_wherever_they_ran():
     """A grid point's seeds fitted on CPU and on CUDA (or at two thread counts) are one point:
     its mean is over both (u=1: 0.5, so u=2's 0.6 wins), not one group per machine (u=1 on the

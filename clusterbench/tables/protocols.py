@@ -90,7 +90,14 @@ def _best_mean(cell: CellRuns) -> dict:
     means = groups[by].mean().sum(axis=1).sort_values(ascending=cell.ascending, kind="stable")
     chosen = groups.get_group(means.index[0])
     selected = _grid_point(chosen["params"].iloc[0], grid)
-    return {"ours": chosen[metric].mean(), "ours_std": _spread(chosen[metric]), "selected": selected}
+    # its seeds, not the grid's: a point of one seed (a sweep stopped) may beat one of three
+    n_seeds = int(chosen["seed"].nunique())
+    return {
+        "ours": chosen[metric].mean(),
+        "ours_std": _spread(chosen[metric]),
+        "selected": selected,
+        "n_seeds": n_seeds,
+    }
 
 
 def _mean_std(cell: CellRuns) -> dict:
@@ -154,7 +161,7 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
         return {}
     chosen = PROTOCOLS[kind](CellRuns(valid, grid, protocol, metric, by, ascending, paper, better))
     if "ours" in chosen:  # the seeds its value was chosen among (a status names no value)
-        chosen["n_seeds"] = int(valid["seed"].nunique())
+        chosen.setdefault("n_seeds", int(valid["seed"].nunique()))
     return chosen
 
 
