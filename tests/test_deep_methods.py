@@ -89,6 +89,49 @@ def test_idec_without_reconstruction_is_decs_kl_and_without_clustering_the_recon
     torch.testing.assert_close(recon_only._step_loss(network, head, x, target, 0), expected)
 
 
+def test_idecs_step_loss_weighs_each_term_by_its_own_weight(blobs):
+    """L = reconstruction_weight · L_r + γ · KL(P‖Q) (Guo et al., eq. 5) at weights other than 0 and
+    1 (2.5 and 0.3): the test above sets each to 0 or 1, and a dropped reconstruction weight passed it
+    and every other test."""
+    X, _ = blobs
+    model = IDEC(n_clusters=4, **SMALL, max_iter=1, random_state=0, device="cpu").fit(X)
+    network, head = model._network_, model._head_
+    x = torch.as_tensor(X[:32])
+    log_q = base.log_soft_assignment(network.encode(x), head.centres(), 1.0)
+    target = base.target_distribution(log_q.exp()).detach()
+    reconstruction = base.reconstruction_loss(x, network(x)[1], "mean")
+    expected = 2.5 * reconstruction + 0.3 * base.kl_divergence(target, log_q)
+    weighted = model.set_params(reconstruction_weight=2.5, clustering_weight=0.3)
+    torch.testing.assert_close(weighted._step_loss(network, head, x, target, 0), expected)
+
+
+def test_the_clustering_optimiser_takes_lr_momentum_and_the_centroids_own_rate(blobs):
+    """The clustering phase's optimiser: SGD with ``momentum`` (DEC: 0.01, 0.9) over the network and
+    the centroids, or Adam with the centroids at ``centroid_lr`` (KR-IDEC: 10x the network's rate).
+    SGD without the momentum, or the centroids at the network's rate, passed every other test."""
+    X, _ = blobs
+    sgd = IDEC(n_clusters=4, **SMALL, optimizer="sgd", lr=0.05, momentum=0.7, max_iter=1, random_state=0)
+    sgd.set_params(device="cpu").fit(X)
+    groups = sgd._optimizer(sgd._network_, sgd._head_).param_groups
+    assert [(g["lr"], g["momentum"]) for g in groups] == [(0.05, 0.7), (0.05, 0.7)]
+    assert [len(g["params"]) for g in groups] == [len(list(sgd._network_.parameters())), 1]
+    kr = KhatriRaoIDEC(n_clusters=4, **SMALL, hadamard_multiplier=None, kr_n_init=2, max_iter=1)
+    kr.set_params(lr=1e-4, centroid_lr=2e-3, random_state=0, device="cpu").fit(X)
+    adam = kr._optimizer(kr._network_, kr._head_)
+    assert isinstance(adam, torch.optim.Adam)
+    assert [g["lr"] for g in adam.param_groups] == [1e-4, 2e-3]
+
+
+def test_the_loss_history_holds_every_epoch_the_last_one_too(blobs):
+    """With per-batch targets and ``epochs``, loss_history_ has one mean loss per pass, the last
+    pass included (it ends with the loop, not at the next permutation): dropping it passed every
+    other test. 240 points in batches of 64 are 4 steps a pass."""
+    X, _ = blobs
+    model = IDEC(n_clusters=4, **SMALL, update_interval=None, epochs=3, random_state=0, device="cpu").fit(X)
+    assert model.n_iter_ == 12 and len(model.loss_history_) == 3
+    assert np.isfinite(model.loss_history_).all()
+
+
 def test_dkm_loss_is_the_soft_kmeans_objective_by_hand():
     z = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
     centres = torch.tensor([[0.0, 0.0], [2.0, 0.0]])

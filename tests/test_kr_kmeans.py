@@ -463,6 +463,53 @@ def test_naive_least_squares_factorises_structured_centroids(aggregator):
     torch.testing.assert_close(aggregate(fitted, aggregator)[0], centroids)
 
 
+def test_one_naive_sum_sweep_from_the_seeds_normal_start_is_the_closed_form_by_hand():
+    """One sweep of the sum's least squares from the N(0, 1) start drawn by the seed's generator
+    (θ¹ then θ², each (1, h, d)): θ¹_i = mean_j μ_ij − m and θ²_j = mean_i μ_ij − mean μ + m, with m
+    the mean of θ²'s start, which is all of the start that survives one sweep. A uniform start, or one
+    not drawn from random_state, passed every other test (their fits converge to the same centroids)."""
+    centroids = torch.as_tensor(np.random.default_rng(4).normal(size=(6, 3)))
+    naive = KhatriRaoNaive(h=[2, 3], aggregator="sum", als_max_iter=1)
+    naive.sizes_ = (2, 3)
+    fitted = naive._least_squares(centroids, seed=11)
+    generator = torch.Generator().manual_seed(11)
+    torch.randn((1, 2, 3), generator=generator, dtype=torch.float64)  # θ¹'s start, replaced first
+    m = torch.randn((1, 3, 3), generator=generator, dtype=torch.float64)[0].mean(0)
+    grid = centroids.reshape(2, 3, 3)  # μ_(j1, j2) in row-major tuple order
+    torch.testing.assert_close(fitted[0][0], grid.mean(1) - m)
+    torch.testing.assert_close(fitted[1][0], grid.mean(0) - centroids.mean(0) + m)
+    assert naive.als_iter_ == 1
+
+
+def test_naive_least_squares_stops_at_the_first_sweep_below_als_tol_and_reports_that_error():
+    """Phase 2 (product) stops after the first sweep whose Σ‖μ − θ¹ ∘ θ²‖², a sum over the k
+    centroids and the d coordinates, is below als_tol, and reports that error. Six unstructured
+    centroids leave at best 2.9757, approached over sweeps: als_tol=3 stops after several, and as
+    many sweeps less one end above it having run all of als_max_iter. A mean in place of the sum,
+    a tolerance 1e4 times too loose, or one sweep fewer than als_max_iter passed every other test."""
+    centroids = torch.as_tensor(np.random.default_rng(0).normal(size=(6, 3)))
+    naive = KhatriRaoNaive(h=[2, 3], aggregator="product", als_tol=3.0)
+    naive.sizes_ = (2, 3)
+    fitted = naive._least_squares(centroids, seed=0)
+    sweeps, error = naive.als_iter_, float(((aggregate(fitted, "product")[0] - centroids) ** 2).sum())
+    assert naive.reconstruction_error_ == pytest.approx(error, rel=1e-12)
+    assert 2.9756 < error < 3.0 and 3 < sweeps < 5000
+    naive.set_params(als_max_iter=sweeps - 1)._least_squares(centroids, seed=0)
+    assert naive.als_iter_ == sweeps - 1 and naive.reconstruction_error_ >= 3.0
+
+
+def test_the_naive_fits_first_phase_numbers_are_scikit_learns():
+    """kmeans_inertia_ and n_iter_ are those of the k-means phase, scikit-learn's KMeans with random
+    init, n_init, max_iter and the seed; an n_iter_ of max_iter passed every other test."""
+    X = np.random.default_rng(0).uniform(size=(300, 2))
+    naive = KhatriRaoNaive(
+        h=[2, 3], aggregator="sum", n_init=3, max_iter=50, als_max_iter=5, random_state=5, device="cpu"
+    ).fit(X)
+    kmeans = KMeans(6, init="random", n_init=3, max_iter=50, random_state=5).fit(X)
+    assert naive.n_iter_ == kmeans.n_iter_ < 50
+    assert naive.kmeans_inertia_ == pytest.approx(kmeans.inertia_, rel=1e-12)
+
+
 @pytest.mark.parametrize("aggregator", AGGREGATORS)
 def test_naive_two_phase_reports_its_own_structured_fit(aggregator):
     # k-means numbers its centroids arbitrarily, so the pairing into index tuples (and with it the

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 from scipy import integrate, sparse
+from scipy.sparse import csgraph
+from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -24,6 +26,7 @@ from clusterbench.methods import prcut as prcut_module
 from clusterbench.methods.prcut import (
     balance_penalty,
     batch_bound,
+    build_encoder,
     cut_mass,
     encoder,
     expected_ratio_cut,
@@ -31,6 +34,7 @@ from clusterbench.methods.prcut import (
     surrogate_gradients,
     surrogate_loss,
 )
+from clusterbench.methods.spectral_knn import laplacian
 from clusterbench.results import read_record
 from clusterbench.runner import method_grid
 from tests.helpers import Interrupted, cli, compose_config, load_script, record_files, stop_after_saves
@@ -378,6 +382,37 @@ def test_spectral_knn_keeps_the_first_least_cut_of_the_runs_it_yields(blobs):
     np.testing.assert_array_equal(kept.ratio_cuts_, [2.0, 1.0, 1.0])
 
 
+@pytest.mark.parametrize("kind", ["unnormalized", "normalized"])
+def test_spectral_knns_laplacians_are_scipys_on_a_weighted_graph(kind):
+    """L = D − W and I − D^-½ W D^-½ against scipy's csgraph.laplacian on a weighted graph whose
+    degrees differ (1.5, 3, 5.5, 3, and an isolated point: a zero row in both, as scipy's and
+    scikit-learn's). D^-1 in place of D^-½ on both sides of the normalised one passed every other
+    test (its embedding's rows are normalised afterwards)."""
+    W = np.zeros((5, 5))
+    for (i, j), w in {(0, 1): 1.0, (1, 2): 2.0, (2, 3): 3.0, (0, 2): 0.5}.items():
+        W[i, j] = W[j, i] = w
+    ours = laplacian(sparse.csr_matrix(W), kind).toarray()
+    np.testing.assert_allclose(ours, csgraph.laplacian(W, normed=kind == "normalized"), atol=1e-15)
+
+
+def test_spectral_knns_runs_are_scikit_learns_kmeans_on_the_embedding_with_their_own_seeds(blobs):
+    """Each of the n_init runs is one single-start scikit-learn KMeans on ``embedding_``, seeded by
+    the draws after the eigensolver's from ``random_state``'s RandomState: every run seeded alike
+    would make the "best of n_init" one run, and passed every other test."""
+    X, _ = blobs
+    model = SpectralKNN(4, n_neighbors=10, n_init=3, random_state=7)
+    runs = list(model.iter_runs(X))
+    random = np.random.RandomState(7)
+    random.randint(2**31)  # the eigensolver's seed
+    seeds = random.randint(2**31, size=3)
+    cut = graphs.RatioCut(graphs.knn_graph(X, 10, "symmetric"))
+    assert len(set(seeds.tolist())) == 3
+    for (ratio_cut, labels), seed in zip(runs, seeds, strict=True):
+        expected = KMeans(4, n_init=1, random_state=int(seed)).fit(model.embedding_).labels_
+        np.testing.assert_array_equal(labels, expected)
+        assert ratio_cut == pytest.approx(cut(expected), rel=1e-12)
+
+
 def test_supervised_mlp_learns_the_labels_and_needs_them(blobs):
     X, y = blobs
     model = SupervisedMLP(hidden=32, epochs=30, batch_size=32, device="cpu", random_state=0).fit(X, y + 10)
@@ -386,6 +421,38 @@ def test_supervised_mlp_learns_the_labels_and_needs_them(blobs):
     assert model.loss_[-1] < model.loss_[0]
     with pytest.raises(HyperparameterError, match="SupervisedMLP is supervised: it needs the true labels"):
         SupervisedMLP(device="cpu").fit(X)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
+def test_supervised_mlp_is_minibatch_cross_entropy_over_seeded_shuffles_by_hand(optimizer, blobs):
+    """Two epochs of batches of 48 (the last one short) rerun by hand: the encoder from the seed,
+    torch's optimiser with lr and weight decay, each epoch's order a randperm of the seeded
+    generator, and loss_ the epoch's mean cross-entropy per point (a short batch weighed by its
+    size). Swapping the optimisers, dropping the weight decay, the shuffle or zero_grad, or
+    averaging the batch means left the only other fit test passing."""
+    X, y = blobs
+    settings = {"n_layers": 2, "hidden": 8, "lr": 1e-2, "weight_decay": 0.1, "batch_size": 48, "epochs": 2}
+    model = SupervisedMLP(**settings, optimizer=optimizer, device="cpu", random_state=3).fit(X, y)
+    network = build_encoder(2, 4, 2, 8, True, 3, "cpu")
+    kind = torch.optim.Adam if optimizer == "adam" else torch.optim.RMSprop
+    step = kind(network.parameters(), lr=1e-2, weight_decay=0.1)
+    generator = torch.Generator().manual_seed(3)
+    data, target = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y)
+    losses = []
+    for _ in range(2):
+        order, total = torch.randperm(200, generator=generator), 0.0
+        for batch in order.split(48):
+            loss = torch.nn.functional.cross_entropy(network(data[batch]), target[batch])
+            step.zero_grad()
+            loss.backward()
+            step.step()
+            total += float(loss.detach()) * len(batch)
+        losses.append(total / 200)
+    np.testing.assert_allclose(model.loss_, losses, rtol=1e-5)
+    with torch.no_grad():
+        expected = network(data)
+        np.testing.assert_allclose(model.network_(data).numpy(), expected.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(model.labels_, expected.argmax(1).numpy())
 
 
 def test_the_configs_compose(tmp_path):

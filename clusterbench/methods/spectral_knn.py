@@ -47,8 +47,9 @@ def laplacian(W: sparse.csr_matrix, kind: str = "unnormalized") -> sparse.csr_ma
     degrees = np.asarray(W.sum(axis=1)).reshape(-1)
     if kind == "unnormalized":
         return (sparse.diags(degrees) - W).tocsr()
-    scale = np.where(degrees > 0, 1.0 / np.sqrt(np.where(degrees > 0, degrees, 1.0)), 0.0)
-    return (sparse.identity(len(degrees)) - sparse.diags(scale) @ W @ sparse.diags(scale)).tocsr()
+    connected = degrees > 0
+    scale = np.where(connected, 1.0 / np.sqrt(np.where(connected, degrees, 1.0)), 0.0)
+    return (sparse.diags(connected.astype(float)) - sparse.diags(scale) @ W @ sparse.diags(scale)).tocsr()
 
 
 def smallest_eigenvectors(
