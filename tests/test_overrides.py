@@ -361,9 +361,9 @@ def test_a_sweeps_jobs_read_the_dataset_files_once_for_their_keyed_maps(monkeypa
 
     from clusterbench.checks import check_keyed_maps
 
-    read, load_option = [], catalog.load_option
+    read, file_spec = [], catalog._file_spec
     monkeypatch.setattr(
-        catalog, "load_option", lambda group, name: read.append(group) or load_option(group, name)
+        catalog, "_file_spec", lambda group, *args: read.append(group) or file_spec(group, *args)
     )
     catalog.dataset_names.cache_clear()
     with initialize_config_dir(config_dir=str(catalog.CONF_DIR), version_base="1.3"):

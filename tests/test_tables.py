@@ -139,6 +139,48 @@ def test_best_mean_picks_the_grid_point_with_the_best_mean_over_seeds():
     assert chosen["ours_std"] == pytest.approx(0.1)
 
 
+def test_best_of_does_not_pool_runs_of_other_settings_as_restarts():
+    """Restarts are seeds of one setting: runs of two inits (a grid run into the table's folder)
+    say so, as under mean_std, instead of a best-of-2 over eight runs of both."""
+    runs = frame(
+        *(
+            run("zoo", "kmeans", seed, {"init": init}, {"inertia": inertia, "ari": ari})
+            for seed in range(4)
+            for init, inertia, ari in [("k-means++", 1.0 + seed, 0.9), ("random", 5.0 + seed, 0.1)]
+        )
+    )
+    protocol = OmegaConf.create({"kind": "best_of", "restarts": 2, "by": "inertia", "mode": "min"})
+    assert select(wide_runs(runs), protocol, "ari") == {
+        "status": "mixed init: give the column params, or move the other runs"
+    }
+    one_setting = wide_runs(runs)[lambda r: r["params"].str.contains("k-means")]
+    assert select(one_setting, protocol, "ari")["ours"] == pytest.approx(0.9)
+
+
+def test_a_mean_over_fewer_runs_than_finished_with_a_value_is_marked():
+    """A run that finished without a value of the cell's metric (SC of a one-cluster labeling) is
+    left out of the mean, which is then of two seeds of three: marked † (n_ok 2 of n_runs 3), not
+    shown as a mean over all three."""
+    records = frame(
+        run("zoo", "kmeans", 0, {}, {"sc": 0.30}),
+        run("zoo", "kmeans", 1, {}, {"sc": 0.40}),
+        run("zoo", "kmeans", 2, {}, {"sc": math.nan}),
+    )
+    table = spec(
+        rows={"zoo": "Zoo"},
+        columns={"kmeans": {"label": "k-means", "method": "kmeans"}},
+        protocol={"kind": "mean_std"},
+        gain=None,
+        win_loss=[],
+        paper=None,
+    )
+    (cell,) = compute_cells(table, wide_runs(records)).to_dict("records")
+    assert (cell["ours"], cell["n_ok"], cell["n_runs"]) == (pytest.approx(0.35), 2, 3)
+    assert (
+        render(table, compute_cells(table, wide_runs(records)), latex=False).iloc[0]["k-means"].endswith("†")
+    )
+
+
 def test_best_mean_counts_the_seeds_of_the_grid_point_it_chose():
     """A grid point with one seed recorded (a sweep stopped) beats one with three by its mean: the
     cell's value is of one seed, so it says one (a table naming seeds [0, 1, 2] marks it §)."""
@@ -690,12 +732,13 @@ def test_a_cell_from_fewer_of_the_tables_seeds_is_marked_and_counted(tmp_path):
     latex = (tmp_path / "toy.tex").read_text()
     assert "$^\\S$" in latex and "n\\_seeds of n\\_seeds\\_named" in latex
     assert cells.loc[("zoo", "clam"), "n_seeds_named"] == 2
-    # a finished run without a value of the metric is no candidate: its seed is not in the mean
+    # a finished run without a value of the metric is no candidate: its seed is not in the mean,
+    # and the cell is chosen without it (†)
     valueless = records[~((records["method"] == "clam") & (records["seed"] == 1))]
     valueless = pd.concat([valueless, frame(run("zoo", "clam", 1, {}, {"n_found": 7}))])
     again = write_table(spec(protocol={"kind": "mean_std"}, seeds=[0, 1]), valueless, tmp_path, "v")
     assert again.cells.set_index(["dataset", "column"]).loc[("zoo", "clam"), "n_seeds"] == 1
-    assert "**0.410**§" in again.markdown
+    assert "**0.410**†§" in again.markdown
     # the same runs in a table that names no seeds, or only seed 0: no mark
     for table in (spec(protocol={"kind": "mean_std"}), spec(protocol={"kind": "mean_std"}, seeds=[0])):
         assert SEEDS_MARK not in write_table(table, records, tmp_path, "x").markdown

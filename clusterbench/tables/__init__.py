@@ -34,9 +34,10 @@ and so do the agreement protocol's ``reference``'s; ``seeds: null`` in a column 
 records of it exist (a user who holds the data ran it). ``not_run: {dataset: why}`` likewise marks
 a row left unrun on purpose (e.g. one that needs a GPU at this profile): ``not run``, with why.
 
-Every protocol chooses among the runs that finished (status ok); a cell whose value was chosen
-without some of its runs (failed, timed out, skipped) is marked † and counts them in the CSV
-(``n_ok`` of ``n_runs``), so a partial grid or seed set never passes for a full one. A ``best``
+Every protocol chooses among the runs that finished (status ok) with a value; a cell whose value
+was chosen without some of its runs (failed, timed out, skipped, or without a value of its metric:
+SC of a one-cluster labeling) is marked † and counts them in the CSV (``n_ok`` of ``n_runs``), so
+a partial grid or seed set never passes for a full one. A ``best``
 cell whose selected run found fewer clusters than it asked for is marked ‡ (``n_found`` of
 ``n_clusters`` in the CSV), so a near-degenerate labeling never passes for a k-cluster one. A
 cell whose finished runs hold fewer of the ``seeds`` its table or column names is marked §

@@ -18,7 +18,14 @@ from omegaconf import ListConfig, OmegaConf
 from clusterbench.errors import UserError
 from clusterbench.metrics import agreement
 from clusterbench.results import read_labels, record_path
-from clusterbench.tables.protocols import PROTOCOLS, _grid_point, _selected_run, column_protocol, select
+from clusterbench.tables.protocols import (
+    PROTOCOLS,
+    _grid_point,
+    _selected_run,
+    column_protocol,
+    n_scored,
+    select,
+)
 from clusterbench.tables.spec import per_metric
 
 # Every protocol kind: those that choose among one cell's runs, and agreement, which chooses two.
@@ -79,7 +86,11 @@ def compute_cells(spec, runs: pd.DataFrame, results_dir: Path | None = None) -> 
                         "delta_best": ours_best - paper_best,
                         "status": chosen.get("status", "ok") if chosen else _why_empty(cell_runs),
                         "n_runs": len(cell_runs),
-                        "n_ok": int((cell_runs["status"] == "ok").sum()),
+                        "n_ok": (
+                            int((cell_runs["status"] == "ok").sum())
+                            if kind == "agreement"
+                            else n_scored(cell_runs, protocol, metric)
+                        ),
                         "n_seeds": chosen.get("n_seeds", math.nan),
                         "n_seeds_named": n_seeds_named,
                         "selected_params": chosen.get("selected", ""),

@@ -103,9 +103,9 @@ def _best_mean(cell: CellRuns) -> dict:
 def _mean_std(cell: CellRuns) -> dict:
     # The mean is over seeds of one setting: runs of another (a curve's point, an override, run
     # into the table's folder) would be averaged in silently; the cell says so instead.
-    differing = _varying(cell.runs["params"], *PLACE)
-    if differing:
-        return {"status": f"mixed {', '.join(differing)}: give the column params, or move the other runs"}
+    mixed = _mixed(cell)
+    if mixed:
+        return mixed
     values = cell.runs[cell.metric]
     return {"ours": values.mean(), "ours_std": _spread(values)}
 
@@ -119,6 +119,9 @@ def _mean_best(cell: CellRuns) -> dict:
 def _best_of(cell: CellRuns) -> dict:
     """Protocol ``best_of`` on a cell's runs (see the module docstring); ``cell.better`` (max | min)
     is the direction in which ``cell.metric`` reaches ``cell.paper``."""
+    mixed = _mixed(cell)  # restarts are seeds of one setting, as _mean_std's mean is over them
+    if mixed:
+        return mixed
     ranked, protocol, metric, paper = cell.ranked(), cell.protocol, cell.metric, cell.paper
     restarts = protocol.restarts
     if len(ranked) < restarts:
@@ -163,6 +166,16 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
     if "ours" in chosen:  # the seeds its value was chosen among (a status names no value)
         chosen.setdefault("n_seeds", int(valid["seed"].nunique()))
     return chosen
+
+
+def n_scored(runs: pd.DataFrame, protocol, metric: str) -> int:
+    """The runs of ``runs`` that finished with a value of ``metric`` and of each metric ranking it
+    (SC is undefined for a labeling of one cluster): those a cell's value may come from."""
+    by, _ = ranking(protocol, metric)
+    columns = list(dict.fromkeys([*by, metric]))
+    if any(column not in runs for column in columns):
+        return 0
+    return int(((runs["status"] == "ok") & runs[columns].notna().all(axis=1)).sum())
 
 
 def ranking(protocol, metric: str) -> tuple[list[str], bool]:
@@ -210,6 +223,16 @@ def _grid_point(params: str, cell_params: pd.Series) -> str:
     the grid, though runs of one cell may differ in it (CPU and CUDA twins)."""
     chosen = json.loads(params)
     return " ".join(f"{k}={chosen[k]}" for k in _varying(cell_params, *PLACE) if k in chosen)
+
+
+def _mixed(cell: CellRuns) -> dict:
+    """The status of a cell whose runs differ in more than the seed and where they ran (a curve's
+    point, an override run into the table's folder), for the protocols that pool seeds of one
+    setting; {} for one setting."""
+    differing = _varying(cell.runs["params"], *PLACE)
+    if differing:
+        return {"status": f"mixed {', '.join(differing)}: give the column params, or move the other runs"}
+    return {}
 
 
 def _varying(cell_params: pd.Series, *ignored: str) -> list[str]:

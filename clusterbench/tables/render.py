@@ -14,11 +14,11 @@ from omegaconf import OmegaConf
 
 from clusterbench.tables.spec import per_metric
 
-# Marks a cell chosen from only the runs that finished (``n_ok`` of ``n_runs`` in the .csv).
+# Marks a cell chosen from only the runs that finished with a value (``n_ok`` of ``n_runs`` in the .csv).
 PARTIAL_MARK = "†"
 PARTIAL_NOTE = (
-    "chosen from the runs that finished; others failed, timed out or were skipped"
-    " (n_ok of n_runs in the .csv)."
+    "chosen from the runs that finished with a value; others failed, timed out, were skipped or have"
+    " none (SC of a one-cluster labeling) (n_ok of n_runs in the .csv)."
 )
 PARTIAL_NOTE_LATEX = PARTIAL_NOTE.replace("_", r"\_")
 # Marks a cell whose selected run's labeling has fewer clusters than it asked for.
@@ -184,7 +184,7 @@ def render(spec, cells: pd.DataFrame, latex: bool) -> pd.DataFrame:
 
 def is_partial(cell: pd.Series) -> bool:
     """Whether a cell with a value was chosen from only some of its runs: the others failed,
-    timed out or were skipped, so a fuller run might change it."""
+    timed out, were skipped or hold no value of its metric, so a fuller run might change it."""
     return cell["status"] == "ok" and not math.isnan(cell["ours"]) and cell["n_ok"] < cell["n_runs"]
 
 
