@@ -17,7 +17,7 @@ from sklearn.preprocessing import StandardScaler
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import CLAM
-from clusterbench.methods.clam import am_recursion
+from clusterbench.methods.clam import PlateauSchedule, RestartAdam, am_recursion
 from tests.helpers import compose_config
 
 # Small, quick settings shared by the fits below (the profiles' epochs and restarts are far larger).
@@ -319,3 +319,144 @@ def test_committed_paper_records_of_zoo_are_what_this_code_computes(method, tmp_
     overrides = ["profile=paper", f"method={method}", "dataset=zoo", "seed=0"]
     compared = assert_refit_reproduces_committed(tmp_path, "clam_table1", *overrides, atol=1e-9)
     assert compared == 2  # β read both ways
+
+
+# From a fifth mutation audit of the suite (CLAM): each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def test_a_masked_spherical_step_moves_only_the_free_coordinates():
+    """Eq. 12 with a mask (Algorithm 1, line 11): the free coordinates take the projected point's
+    values, the clamped ones keep theirs. Survived: the whole projected point kept."""
+    prototypes = np.array([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    unit = prototypes / np.linalg.norm(prototypes, axis=1, keepdims=True)
+    x = np.array([0.6, 0.0, 0.8])
+    free = np.array([True, True, False])
+    w = np.exp(BETA * unit @ x)
+    w /= w.sum()
+    moved = x + ALPHA * (w[:, None] * unit).sum(0)
+    expected = np.where(free, moved / np.linalg.norm(moved), x)
+    got = am_recursion(
+        tensor(x),
+        tensor(prototypes),
+        beta=BETA,
+        steps=1,
+        alpha=ALPHA,
+        free=torch.tensor(free).reshape(1, 1, 3),
+        spherical=True,
+    )
+    np.testing.assert_allclose(got[0, 0].numpy(), expected, rtol=0, atol=1e-12)
+    assert got[0, 0, 2].item() == 0.8
+
+
+def test_the_recursion_runs_with_beta_times_beta_scale_and_alpha_one_over_t_by_default():
+    """Table 5's α = 1/T when ``alpha`` is None, and β·beta_scale (0.5: the code's exp(−(β/2)‖ρ−x‖²)).
+    Survived every test but the Zoo records' (which needs the cached dataset): beta_scale ignored;
+    also catches a fixed α = 0.1 (the code's) as the default."""
+    options = CLAM(beta=0.3, beta_scale=0.5, steps=4)._recursion_options()
+    assert options == {"beta": 0.15, "steps": 4, "alpha": 0.25, "spherical": False}
+    assert CLAM(steps=4, alpha=0.1)._recursion_options()["alpha"] == 0.1
+
+
+def test_the_plateau_schedule_decays_after_five_epochs_without_a_gain_of_the_threshold():
+    """From epoch 10 on, the mean of the last 10 losses must beat its best by LR_THRESHOLD = 1e-3
+    within LR_PATIENCE = 5 updates, else lr × 0.8. Losses falling by 1e-4 an epoch: the first mean
+    (epoch 10) sets the best, the next five gain 1e-4 to 5e-4 on it, under the threshold, and the
+    fifth of them decays the rate. Survived every test but the Zoo records': any gain counting (no
+    threshold), and a decay on the sixth update without a gain."""
+    schedule = PlateauSchedule(0.1)
+    history, rates = [], []
+    for epoch in range(16):
+        history.append(1.0 - 1e-4 * epoch)
+        rates.append(schedule.update(history))
+    assert rates[:14] == [0.1] * 14
+    assert rates[14:] == [pytest.approx(0.08, rel=1e-12)] * 2
+    falling = PlateauSchedule(0.1)  # a gain of 2e-3 an epoch is over the threshold: no decay
+    assert [falling.update([1.0 - 2e-3 * e for e in range(n + 1)]) for n in range(30)] == [0.1] * 30
+
+
+def test_restart_adam_is_torch_adam_with_one_rate_per_restart():
+    """Each restart's slice follows ``torch.optim.Adam`` (defaults β = (0.9, 0.999), ε = 1e-8) at
+    its own rate. β1 in the second moment's bias correction was caught only by a blob fit's ARI."""
+    generator = torch.Generator().manual_seed(0)
+    start = torch.randn(2, 3, 4, generator=generator, dtype=torch.float64)
+    gradients = [torch.randn(2, 3, 4, generator=generator, dtype=torch.float64) for _ in range(5)]
+    rates = (0.1, 0.01)
+    stacked = start.clone()
+    optimizer = RestartAdam([stacked], torch.tensor(rates, dtype=torch.float64))
+    for gradient in gradients:
+        optimizer.step([gradient])
+    for r, rate in enumerate(rates):
+        alone = start[r].clone().requires_grad_()
+        reference = torch.optim.Adam([alone], lr=rate)
+        for gradient in gradients:
+            alone.grad = gradient[r].clone()
+            reference.step()
+        torch.testing.assert_close(stacked[r], alone.detach(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mask_value", ["min", "max", "mean"])
+def test_masked_coordinates_start_at_the_features_min_max_or_mean(mask_value, blobs, monkeypatch):
+    """Algorithm 1: a masked coordinate is set to the feature's statistic over the training data,
+    the others keep the point's value. Survived: 'min' and 'max' swapped."""
+    X, _ = blobs
+    seen = []
+
+    def spy(x, prototypes, **kwargs):
+        seen.append((x.detach().clone(), kwargs.get("free")))
+        return am_recursion(x, prototypes, **kwargs)
+
+    monkeypatch.setattr("clusterbench.methods.clam.am_recursion", spy)
+    CLAM(**{**QUICK, "epochs": 1, "restarts": 1}, mask_prob=0.3, mask_value=mask_value).fit(X)
+    statistic = {"min": X.min(0), "max": X.max(0), "mean": X.mean(0)}[mask_value]
+    start, free = seen[0][0][0].numpy(), seen[0][1][0].numpy()
+    assert free.any() and (~free).any()
+    expected = np.broadcast_to(statistic, start.shape)
+    np.testing.assert_allclose(start[free], expected[free], rtol=0, atol=1e-6)
+    for row, hidden in zip(start, free, strict=True):  # the rest: some data point's coordinates
+        assert np.isclose(X[:, ~hidden], row[~hidden], rtol=0, atol=1e-6).all(1).any()
+
+
+def test_a_point_is_labelled_by_its_evolved_state_not_by_its_start():
+    """InferCLAM: T steps from the point, then the nearest prototype. At β → 0 the weights are
+    uniform, so one step of α = 1 takes every point to the prototypes' centroid (4/3, 0): the point
+    (0.9, 0), nearest ρ1 = (0, 0) at the start, ends nearest ρ2 = (2, 0). Survived: labels of the
+    start points (caught only by the Zoo records of weighted CLAM)."""
+    model = CLAM(n_clusters=3, beta=1e-9, steps=1, alpha=1.0)
+    model.device_ = "cpu"
+    prototypes = torch.tensor([[[0.0, 0.0], [2.0, 0.0], [2.0, 0.0]]])
+    points = torch.tensor([[0.9, 0.0], [-1.0, 0.0]])
+    labels = model._assign(points, prototypes, None)[0].tolist()
+    assert labels[0] == labels[1] == 1
+
+
+def test_predict_weighs_the_prototypes_by_the_fitted_weights(blobs):
+    """Weighted CLAM (eq. 11) predicts with log ε_μ in the logits, as its fit labels. One step of α = 1
+    from (0.9, 0) with ρ = (0, 0), (2, 0), β = 1: unweighted, the pull is mostly ρ1's (nearest ρ1);
+    with ε = (1, 100) it ends nearest ρ2. Survived: predict without the weights."""
+    X, _ = blobs
+    model = CLAM(n_clusters=2, beta=1.0, steps=1, alpha=1.0, epochs=1, restarts=1, weighted=True)
+    model.fit(X[:, :2])
+    model.cluster_centers_ = np.array([[0.0, 0.0], [2.0, 0.0]])
+    points = np.array([[0.9, 0.0]])
+    for weights, label in (((1.0, 1.0), 0), ((1.0, 100.0), 1)):
+        model.cluster_weights_ = np.array(weights)
+        logits = -((model.cluster_centers_ - points[0]) ** 2).sum(1) + np.log(weights)
+        w = np.exp(logits) / np.exp(logits).sum()
+        evolved = w @ model.cluster_centers_
+        assert ((model.cluster_centers_ - evolved) ** 2).sum(1).argmin() == label
+        assert model.predict(points).tolist() == [label]
+
+
+def test_the_eq_8_loss_is_the_mean_squared_error_over_every_entry_of_each_restart(blobs):
+    """mask=False (eq. 8): one batch of all points, one epoch: the recorded loss is the mean over the
+    n·d entries of (x^T − x)², evolved from the initial prototypes, for each of two restarts.
+    Survived: the mean taken over the entries of all restarts together."""
+    X, _ = blobs
+    settings = {**QUICK, "epochs": 1, "restarts": 2, "batch_size": 60, "mask": False}
+    model = CLAM(**settings, prototype_snapshots=[0], random_state=0).fit(X)
+    initial = torch.tensor(model.prototype_snapshots_[0], dtype=torch.float32)[None]
+    data = torch.tensor(X, dtype=torch.float32)[None]
+    evolved = am_recursion(data, initial, beta=0.5, steps=5, alpha=0.2)
+    expected = float((evolved - data).square().mean())
+    assert model.loss_ == pytest.approx(expected, rel=1e-5)

@@ -13,6 +13,7 @@ import torch
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from torch import nn
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import ACPIC, MIADM, MID, SRKMeans
@@ -449,3 +450,77 @@ def test_ac_pic_keeps_merging_into_the_cluster_it_just_formed():
     assert model.n_initial_clusters_ == 4
     labels = model.labels_
     assert labels[0] == labels[1] == labels[2] != labels[3]
+
+
+# From a fifth mutation audit of the suite (SR-K-means): each test below failed with one plausible
+# bug in place and passed without it.
+
+
+def test_the_update_is_eq_27_with_the_previous_q_then_eq_28_by_hand():
+    """λK = 0.25 · 2 = 0.5. z = (0, 1, 3), hard Q (0, 0, 1): eq. 27 gives θ = (0.5, 3); eq. 28 on
+    that θ gives q_i ∝ exp(−2(z_i − θ_k)²), and q̂ its mean. Survived: θ taken from the new Q
+    instead of the previous one (an extra eq. 28 round first); also catches 1/λ for 1/(λK)."""
+    model = SRKMeans(2, lam=0.25)
+    head = _Prototypes(torch.zeros(2, 1, dtype=torch.float64))
+    z = torch.tensor([[0.0], [1.0], [3.0]], dtype=torch.float64)
+    previous = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    q, assignments = model._update(head, z, previous)
+    np.testing.assert_allclose(head.theta.numpy(), [[0.5], [3.0]], rtol=1e-12)
+    logits = -2.0 * (np.array([0.0, 1.0, 3.0])[:, None] - np.array([0.5, 3.0])) ** 2
+    expected = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    assert expected[1, 1] == pytest.approx(np.exp(-8) / (np.exp(-0.5) + np.exp(-8)), rel=1e-12)
+    np.testing.assert_allclose(q.numpy(), expected, rtol=1e-10, atol=1e-14)
+    assert assignments is q
+    np.testing.assert_allclose(model._prior.numpy(), expected.mean(0), rtol=1e-10)
+
+
+def test_the_network_loss_is_eq_46_by_hand():
+    """(1/(NλK))·Σ_i[Σ_k q_ik‖z̃_i − θ_k‖² − ‖z̃_i‖²] with λK = 0.25 · 2 = 0.5: point (1, 0), q = (1, 0),
+    θ = ((1, 0), (0, 0)): 0 − 1; point (0, 2), q = (½, ½): ½·5 + ½·4 − 4 = ½; mean −¼, over λK:
+    −½. Survived: +‖z̃‖² for −‖z̃‖², and the scale 1/λ (K dropped)."""
+    model = SRKMeans(2, lam=0.25)
+    head = _Prototypes(torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=torch.float64))
+    z = torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=torch.float64)
+    q = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64)
+    for hard in (True, False):
+        assert float(model._batch_loss(head, z, q, hard)) == pytest.approx(-0.5, rel=1e-12)
+
+
+def test_eq_18_over_n_by_hand():
+    """Eq. 18 / N: mean_i[Σ_k q_ik‖z_i − θ_k‖² + λK Σ_k q_ik log q_ik − ‖z_i‖²], against numpy.
+    Survived: λ for λK on the entropy term."""
+    z = np.array([[0.0, 1.0], [2.0, -1.0], [1.0, 1.0]])
+    theta = np.array([[0.0, 0.5], [1.5, 0.0]])
+    q = np.array([[0.8, 0.2], [0.1, 0.9], [0.5, 0.5]])
+    lam, k = 0.3, 2
+    distances = ((z[:, None] - theta[None]) ** 2).sum(-1)
+    expected = ((q * distances).sum(1) + lam * k * (q * np.log(q)).sum(1) - (z**2).sum(1)).mean()
+    got = soft_kmeans_loss(*(torch.tensor(a) for a in (z, theta, q)), lam)
+    assert float(got) == pytest.approx(expected, rel=1e-12)
+
+
+class _Doubling(nn.Module):
+    """A stand-in network whose clean embedding is twice its input."""
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        return 2 * x
+
+
+def test_phase_one_sets_the_prototypes_to_the_means_of_the_current_embedding():
+    """Phase 1's per-epoch refresh (``_refresh``): θ by eq. 27 from the fixed hard labels over the
+    clean embedding of all N (here 2x). Survived: the refresh skipped (θ kept at the initial means)."""
+    model = SRKMeans(2)
+    head = _Prototypes(torch.zeros(2, 2, dtype=torch.float64))
+    data = torch.tensor([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], dtype=torch.float64)
+    q = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    model._refresh(head, _Doubling(), data, q)
+    np.testing.assert_allclose(head.theta.numpy(), [[2.0, 4.0], [8.0, 10.0]], rtol=1e-12)
+
+
+def test_assignment_labels_are_the_nearest_prototype_not_the_largest_inner_product():
+    """labels_by='assignment': argmax of eq. 28, the nearest θ_k. z = (1.2, 0) is nearest θ_0 = (1, 0)
+    (0.04 against 3.24) but has the larger inner product with θ_1 = (3, 0). Survived: argmax zθᵀ."""
+    model = SRKMeans(2)
+    head = _Prototypes(torch.tensor([[1.0, 0.0], [3.0, 0.0]], dtype=torch.float64))
+    z = torch.tensor([[1.2, 0.0], [2.2, 0.0]], dtype=torch.float64)
+    assert model._labels(head, z).tolist() == [0, 1]
