@@ -294,7 +294,7 @@ def command_records(words: list[str]) -> int:
 
 
 def command_summary(words: list[str]) -> int:
-    from clusterbench.results import atomic_write_text
+    from clusterbench.results import atomic_write_text, records_folder
     from clusterbench.summary import format_summary, load_summary, profiles_holding
 
     parser = argparse.ArgumentParser(prog="clusterbench summary")
@@ -327,6 +327,10 @@ def command_summary(words: list[str]) -> int:
         where = "" if args.results_dir == Path("results") else f" --results-dir {args.results_dir}"
         print(f"\n(profile {', '.join(others)} {held} records of these experiments too: ", end="")
         print(f"--profile {others[0]}{where})")
+    # An experiment named beside others that hold records would otherwise be left out unmentioned.
+    empty = [name for name in dict.fromkeys(args.experiments) if name not in set(summary["experiment"])]
+    if empty:
+        print(f"\n(no records of {', '.join(empty)} under {records_folder(args.results_dir, args.profile)})")
     if args.csv is not None:
         atomic_write_text(args.csv, summary.to_csv(index=False))
         print(f"\nwrote {args.csv}")

@@ -205,6 +205,18 @@ def test_the_cli_names_the_other_profiles_holding_records_of_the_experiments(res
     )
 
 
+def test_the_cli_names_an_experiment_asked_for_that_holds_no_records(results):
+    """Beside one that holds records, an experiment without any (a config whose sweep has not run
+    into this folder) was left out of the table without a word."""
+    result = cli("summary", "adhoc", "kr_table2", "--profile", "smoke", "--results-dir", str(results))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(f"(no records of kr_table2 under {results / 'runs' / 'smoke'})")
+    assert (
+        "no records of"
+        not in cli("summary", "adhoc", "--profile", "smoke", "--results-dir", str(results)).stdout
+    )
+
+
 def test_the_cli_with_no_records_exits_2_in_one_line(tmp_path):
     result = cli("summary", "--results-dir", str(tmp_path))
     assert result.returncode == 2
