@@ -215,7 +215,7 @@ def _check_metric_names(metrics, others: list[Path]) -> None:
     for other in others:
         record = read_record(other)
         for name, options in zip(record["metric"], record["metric_params"], strict=True):
-            if name in suite and json.loads(options) != suite[name]:
+            if name in suite and options and json.loads(options) != suite[name]:  # "": not written
                 raise UserError(
                     f"metric '{name}' is scored with options {json.dumps(suite[name])} here but "
                     f"{options} in {other}, a record of the same fit; give this one a name of its own in "
