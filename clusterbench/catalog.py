@@ -252,8 +252,8 @@ def _dataset_name(
 ) -> str:
     if option not in known:
         spec = _file_spec("dataset", option, files, visiting)
-        parents = [entry for entry in spec.get("defaults") or [] if isinstance(entry, str) and entry in files]
-        inherited = _dataset_name(parents[0], files, known, (*visiting, option)) if parents else option
+        parent = _extended(spec, files)
+        inherited = _dataset_name(parent, files, known, (*visiting, option)) if parent else option
         known[option] = spec.get("name") or inherited
     return known[option]
 
@@ -293,10 +293,10 @@ def _method_file(
         estimator.get("_target_", _UNSET) if isinstance(estimator, dict) else _UNSET,
     )
     if _UNSET in own:
-        parents = [entry for entry in spec.get("defaults") or [] if isinstance(entry, str) and entry in files]
+        parent = _extended(spec, files)
         inherited = (
-            _method_file(parents[0], files, known, (*visiting, option))
-            if parents
+            _method_file(parent, files, known, (*visiting, option))
+            if parent
             else MethodFile(option, "default", None)
         )
         own = MethodFile(
@@ -330,6 +330,13 @@ def _file_spec(group: str, option: str, files: dict[str, Path], visiting: tuple[
             "fix it or move it away"
         )
     return spec
+
+
+def _extended(spec: dict, files: dict[str, Path]) -> str | None:
+    """The option of the group that a file's ``defaults`` extend first (one of ``files``), or None."""
+    return next(
+        (entry for entry in spec.get("defaults") or [] if isinstance(entry, str) and entry in files), None
+    )
 
 
 def estimator_parameters(target: str | None) -> set[str] | None:

@@ -328,7 +328,8 @@ def command_summary(words: list[str]) -> int:
         print(f"\n(profile {', '.join(others)} {held} records of these experiments too: ", end="")
         print(f"--profile {others[0]}{where})")
     # An experiment named beside others that hold records would otherwise be left out unmentioned.
-    empty = [name for name in dict.fromkeys(args.experiments) if name not in set(summary["experiment"])]
+    summarised = set(summary["experiment"])
+    empty = [name for name in dict.fromkeys(args.experiments) if name not in summarised]
     if empty:
         print(f"\n(no records of {', '.join(empty)} under {records_folder(args.results_dir, args.profile)})")
     if args.csv is not None:

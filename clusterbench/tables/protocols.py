@@ -170,12 +170,10 @@ def select(runs: pd.DataFrame, protocol, metric: str, paper: float = math.nan, b
 
 def n_scored(runs: pd.DataFrame, protocol, metric: str) -> int:
     """The runs of ``runs`` that finished with a value of ``metric`` and of each metric ranking it
-    (SC is undefined for a labeling of one cluster): those a cell's value may come from."""
+    (SC is undefined for a labeling of one cluster): :func:`_candidates`, less the protocol's own
+    choice among them (``require_all_clusters`` leaves runs out by design, not for want of a value)."""
     by, _ = ranking(protocol, metric)
-    columns = list(dict.fromkeys([*by, metric]))
-    if any(column not in runs for column in columns):
-        return 0
-    return int(((runs["status"] == "ok") & runs[columns].notna().all(axis=1)).sum())
+    return len(_candidates(runs[runs["status"] == "ok"], {}, [*by, metric]))
 
 
 def ranking(protocol, metric: str) -> tuple[list[str], bool]:
