@@ -21,10 +21,12 @@ from clusterbench.report.judging import EMPTY_KINDS, cell_kind
 from clusterbench.report.papers import PAPERS, status_share
 from clusterbench.report.sections import DOCS
 from clusterbench.tables import table_spec
+from clusterbench.tables.protocols import MIXED_STATUS
 from tests.helpers import REPO, spec_changed
 
 RESULTS = REPO / "results"
 PROFILE = "paper"
+MIXED = f"{MIXED_STATUS}n_init: give the column params, or move the other runs"
 
 
 class PageParser(HTMLParser):
@@ -136,8 +138,9 @@ def test_the_committed_page_is_the_committed_results_report(committed_page):
 @pytest.fixture
 def synthetic_page(tmp_path, monkeypatch) -> Path:
     """A report of one made-up CLAM Table 1 CSV: on Zoo, k-means 0.015 above the paper, spectral
-    0.03 below, agglomerative exactly 0.02 above, DEC 0.021 above; Ecoli's CLAM skipped; GCM not
-    available (the spec's unavailable:); DCEC made the paper's column only; everything else not run."""
+    0.03 below, agglomerative exactly 0.02 above, DEC 0.021 above; Ecoli's CLAM skipped and its
+    k-means runs of two settings (mixed); GCM not available (the spec's unavailable:); DCEC made the
+    paper's column only; everything else not run."""
     spec_changed(monkeypatch, "clam_table1", {"columns": {"dcec": {"method": None}}})
     spec = table_spec("clam_table1")
     offsets = {("zoo", "kmeans"): 0.015, ("zoo", "spectral"): -0.03}
@@ -152,6 +155,8 @@ def synthetic_page(tmp_path, monkeypatch) -> Path:
                 ours, status, n_runs = paper + offsets[dataset, column], "ok", 1
             elif (dataset, column) == ("ecoli", "clam"):
                 status, n_runs = "skipped", 3
+            elif (dataset, column) == ("ecoli", "kmeans"):
+                status, n_runs = MIXED, 4
             elif dataset in spec.unavailable:
                 status = "not available"
             rows.append(
@@ -179,11 +184,14 @@ def test_not_available_not_implemented_and_not_run_are_drawn_three_ways(syntheti
         assert text == kind.replace("-", " ")
         assert not classes & (set(kinds) - {kind})
     assert page.cell("ecoli/sc/clam", "ours") == ({"ours", "stopped"}, "skipped")
+    # Runs that finished under two settings did not stop: a kind of their own.
+    assert page.cell("ecoli/sc/kmeans", "ours") == ({"ours", "mixed"}, MIXED)
     assert page.cell("zoo/sc/kmeans", "ours")[0] == {"ours"}
     # Each kind has a style of its own, not only a name.
     style = synthetic_page.read_text(encoding="utf-8").split("<style>")[1].split("</style>")[0]
-    rules = {kind: re.search(rf"\.ours\.{kind} \{{([^}}]*)\}}", style)[1] for kind in kinds}
-    assert len(set(rules.values())) == 3
+    drawn = [*kinds, "stopped", "mixed"]
+    rules = {kind: re.search(rf"\.ours\.{kind} \{{([^}}]*)\}}", style)[1] for kind in drawn}
+    assert len(set(rules.values())) == 5
 
 
 def test_a_difference_within_002_of_the_paper_is_coloured_close_and_a_larger_one_far(synthetic_page):
@@ -206,9 +214,10 @@ def test_the_status_of_a_paper_counts_its_tables_cells_and_share_within_002(synt
     spec = table_spec("clam_table1")
     not_available = len(spec.columns)  # the GCM row
     not_implemented = len(spec.rows) - 1  # DCEC but on GCM
-    not_run = len(spec.rows) * len(spec.columns) - 4 - not_available - not_implemented - 1
+    not_run = len(spec.rows) * len(spec.columns) - 4 - not_available - not_implemented - 2
     tables, within = f"1 of {clam_tables}", "2 of 4 (50%)"
-    assert counts == list(map(str, [tables, within, not_available, not_implemented, not_run, 1]))
+    stopped, mixed = 1, 1
+    assert counts == list(map(str, [tables, within, not_available, not_implemented, not_run, stopped, mixed]))
     # SR-K-means has its table specs but none of its tables is built here
     sr_kmeans = re.search(r'<tr><th scope="row"><a href="#sr_kmeans">.*?</tr>', text)[0]
     assert re.findall(r'<td class="count">([^<]*)</td>', sr_kmeans)[:2] == ["0 of 2", "—"]
@@ -256,6 +265,7 @@ def test_a_row_left_unrun_on_purpose_counts_as_not_run_not_as_stopped():
     cell = pd.Series({"status": "not run", "ours": math.nan})
     assert cell_kind(cell, method) == "not-run"
     assert cell_kind(pd.Series({"status": "failed", "ours": math.nan}), method) == "stopped"
+    assert cell_kind(pd.Series({"status": MIXED, "ours": math.nan}), method) == "mixed"
     assert "not_run:" in EMPTY_KINDS["not-run"][1]  # the page names the spec key that says why
 
 
@@ -286,11 +296,8 @@ def test_a_papers_tally_adds_its_tables_close_and_compared_counts():
     from clusterbench.report.judging import Tally
 
     total = Tally()
-    total.add(
-        Tally(
-            compared=5, close=2, kinds={"not-available": 1, "not-implemented": 0, "not-run": 3, "stopped": 0}
-        )
-    )
+    kinds = {"not-available": 1, "not-implemented": 0, "not-run": 3, "stopped": 0, "mixed": 2}
+    total.add(Tally(compared=5, close=2, kinds=dict(kinds)))
     total.add(Tally(compared=4, close=4))
     assert (total.compared, total.close) == (9, 6)
-    assert total.kinds == {"not-available": 1, "not-implemented": 0, "not-run": 3, "stopped": 0}
+    assert total.kinds == kinds

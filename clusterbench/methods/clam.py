@@ -248,8 +248,9 @@ class CLAM(TorchHyperparameters, ClusterMixin, BaseEstimator):
     ----------
     labels_ : cluster of each training point (T steps from the clean point, then the nearest
         prototype; Algorithm 1 InferCLAM).
-    cluster_centers_ : (k, d) prototypes of the kept restart at its least-loss epoch (unit norm
-        when spherical).
+    cluster_centers_ : (k, d) prototypes of the kept restart as they stood at the end of the epoch
+        whose training loss (the mean over that epoch's batches, taken while the prototypes were
+        being updated) was least, ``best_epoch_`` (unit norm when spherical).
     cluster_weights_ : (k,) ε_μ of the kept restart (all 1 unless ``weighted``).
     loss_ : the kept restart's least epoch training loss; ``restart_losses_``: each restart's.
     restart_scores_ : each restart's silhouette (−1 if it found one cluster) when

@@ -12,7 +12,8 @@ An empty cell of ours is one of three kinds, each drawn differently: *not availa
 data we do not hold: the spec's ``unavailable``), *not implemented* (a column without ``method``:
 the paper's only) and *not run* (no records: status ``missing``, or ``not run`` for a row the
 spec's ``not_run`` leaves for other hardware, its reason in the CSV). A cell whose runs all stopped
-(skipped, failed, timed out, no value) shows its status.
+(skipped, failed, timed out, no value) shows its status, as does one whose runs differ in a
+setting its protocol would pool with the seeds (``mixed …``); the status table counts both.
 
 The package, in the order the page is made: :mod:`.papers` says which files each paper owns and
 counts its status share, :mod:`.gathering` finds the files and reads a table's CSV and Markdown,

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from clusterbench.tables.protocols import MIXED_STATUS
+
 # A cell of ours is "close" to the paper's when |ours − paper| is at most this.
 TOLERANCE = 0.02
 # φ is a sum of squared distances in the thousands: 0.02 of it is rounding, so it is held to
@@ -26,6 +28,10 @@ EMPTY_KINDS = {
     ),
 }
 
+# Empty cells of ours whose runs did run: they ended without a value (``stopped``), or they
+# finished under more than one setting that the cell's protocol would pool (``mixed``).
+COUNTED_KINDS = [*EMPTY_KINDS, "stopped", "mixed"]
+
 
 @dataclass
 class Tally:
@@ -34,7 +40,7 @@ class Tally:
 
     compared: int = 0
     close: int = 0
-    kinds: dict[str, int] = field(default_factory=lambda: dict.fromkeys([*EMPTY_KINDS, "stopped"], 0))
+    kinds: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTED_KINDS, 0))
 
     def add(self, other: Tally) -> None:
         self.compared += other.compared
@@ -44,14 +50,17 @@ class Tally:
 
 
 def cell_kind(cell: pd.Series, column_spec) -> str:
-    """``value``, one of the EMPTY_KINDS, or ``stopped`` (its runs ended without a value)."""
+    """``value``, one of the EMPTY_KINDS, ``mixed`` (its runs differ in a setting the protocol
+    would pool) or ``stopped`` (its runs ended without a value)."""
     if cell["status"] == "not available":
         return "not-available"
     if column_spec.get("method") is None:
         return "not-implemented"
     if cell["status"] in ("missing", "not run"):
         return "not-run"
-    return "value" if is_number(cell["ours"]) else "stopped"
+    if is_number(cell["ours"]):
+        return "value"
+    return "mixed" if str(cell["status"]).startswith(MIXED_STATUS) else "stopped"
 
 
 def delta_class(cell: pd.Series, metric: str) -> str | None:

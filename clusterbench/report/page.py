@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterbench.report.gathering import gather
-from clusterbench.report.judging import EMPTY_KINDS, TOLERANCE, Tally
+from clusterbench.report.judging import COUNTED_KINDS, EMPTY_KINDS, TOLERANCE, Tally
 from clusterbench.report.papers import OTHER, Paper, status_share
 from clusterbench.report.sections import DOCS, Page, esc, paper_section
 from clusterbench.tables import FEWER_MARK, FEWER_NOTE, PARTIAL_MARK, PARTIAL_NOTE, SEEDS_MARK, SEEDS_NOTE
@@ -50,7 +50,7 @@ their difference; then the paper's figures and our benchmarks. Documentation:
 <thead><tr><th>Paper</th><th>Tables</th>
 <th>Cells within {TOLERANCE} of the paper (each once: {page.link(DOCS / "tables.md", "how")})</th>
 {empty_heads}
-<th>Stopped</th><th>Docs</th></tr></thead>
+<th>Stopped</th><th>Mixed settings</th><th>Docs</th></tr></thead>
 <tbody>
 {"".join(rows)}</tbody>
 </table>
@@ -67,12 +67,12 @@ def status_row(
     )
     docs = page.link(DOCS / paper.docs, paper.docs) if paper.docs else ""
     if not (built or specs) and paper is not OTHER:
-        unimplemented = '<td colspan="7" class="unimplemented">not yet implemented</td>'
+        unimplemented = '<td colspan="8" class="unimplemented">not yet implemented</td>'
         return f'<tr><th scope="row">{title}</th>{unimplemented}</tr>\n'
     within, cells = share if paper.counted else (tally.close, tally.compared)
     shown = f"{within} of {cells} ({within / cells:.0%})" if cells else "—"
     tables = f"{len(built)} of {len(specs)}" if specs else str(len(built))
-    counts = [tables, shown, *(tally.kinds[kind] for kind in [*EMPTY_KINDS, "stopped"])]
+    counts = [tables, shown, *(tally.kinds[kind] for kind in COUNTED_KINDS)]
     cells = "".join(f'<td class="count">{count}</td>' for count in counts)
     return f'<tr><th scope="row">{title}</th>{cells}<td>{docs}</td></tr>\n'
 
@@ -87,7 +87,9 @@ when both are. An empty cell of ours says why:
 <span class="ours not-available">{EMPTY_KINDS["not-available"][0]}</span> (data not held),
 <span class="ours not-implemented">{EMPTY_KINDS["not-implemented"][0]}</span> (the paper's column
 only), <span class="ours not-run">{EMPTY_KINDS["not-run"][0]}</span> (no records), or the status
-its runs <span class="ours stopped">stopped</span> with (skipped, failed, timeout, no value).
+its runs <span class="ours stopped">stopped</span> with (skipped, failed, timeout, no value), or
+<span class="ours mixed">mixed …</span>: its runs differ in a hyperparameter the protocol would
+pool with the seeds (an override run into the table's folder; give the column params).
 <span class="paper none">—</span> in the paper's column: it gives no value. Bold: the best of a
 row; ▲/▼: a relative gain as the paper prints it; {PARTIAL_MARK}: {esc(PARTIAL_NOTE)}
 {FEWER_MARK}: {esc(FEWER_NOTE)}
@@ -136,6 +138,7 @@ td.delta { font-size: 11.5px; }
 .ours.not-run { color: #8a5a00; text-align: center; background: #fff4d6; outline: 1px dashed #d19a00;
   outline-offset: -3px; }
 .ours.stopped { color: #a0211b; text-align: center; font-style: italic; }
+.ours.mixed { color: #8a5a00; text-align: center; font-style: italic; }
 tr.win-loss th, tr.win-loss td { background: #f7f8fa; font-style: italic; }
 table.status td.count { text-align: right; }
 table.status td { text-align: left; }

@@ -186,6 +186,10 @@ def cell_html(spec, cell: pd.Series, column_spec, ours: str, paper: str, tally: 
     elif kind == "stopped":
         status = esc(cell["status"])
         parts = [f'<td class="ours stopped" {where} title="its runs stopped: {status}">{status}</td>']
+    elif kind == "mixed":
+        status = esc(cell["status"])
+        why = "its runs differ in more than the seed, so they are not pooled"
+        parts = [f'<td class="ours mixed" {where} title="{why}: {status}">{status}</td>']
     else:
         text, why = EMPTY_KINDS[kind]
         parts = [f'<td class="ours {kind}" {where} title="{esc(why)}">{text}</td>']

@@ -223,13 +223,18 @@ def _grid_point(params: str, cell_params: pd.Series) -> str:
     return " ".join(f"{k}={chosen[k]}" for k in _varying(cell_params, *PLACE) if k in chosen)
 
 
+# The status of a cell whose runs differ in more than the seed (:func:`_mixed`) begins with it.
+MIXED_STATUS = "mixed "
+
+
 def _mixed(cell: CellRuns) -> dict:
     """The status of a cell whose runs differ in more than the seed and where they ran (a curve's
     point, an override run into the table's folder), for the protocols that pool seeds of one
     setting; {} for one setting."""
     differing = _varying(cell.runs["params"], *PLACE)
     if differing:
-        return {"status": f"mixed {', '.join(differing)}: give the column params, or move the other runs"}
+        names = ", ".join(differing)
+        return {"status": f"{MIXED_STATUS}{names}: give the column params, or move the other runs"}
     return {}
 
 
