@@ -93,8 +93,15 @@ def command_run(words: list[str]) -> int:
     from clusterbench.summary import run_summary
 
     line_interval()  # a malformed CLUSTERBENCH_PROGRESS_SECONDS stops here, before any fit
-    words = rewrite_overrides(words)
-    results_dir = check_overrides(words)
+    typed, words = words, rewrite_overrides(words)
+    try:
+        results_dir = check_overrides(words)
+    except UserError as exc:  # an override named as it was typed (method.K=V), not as rewritten
+        message = str(exc)
+        for was, now in zip(typed, words, strict=True):
+            message = message.replace(now, was) if now != was else message
+        exc.args = (message, *exc.args[1:])
+        raise
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
     # the running app resolves (${hydra:…}) gets a fresh temp folder instead.
     journal = journal_folder(results_dir) if results_dir else Path(tempfile.mkdtemp(prefix="clusterbench-"))
@@ -294,8 +301,8 @@ def command_records(words: list[str]) -> int:
 
 
 def command_summary(words: list[str]) -> int:
-    from clusterbench.results import atomic_write_text, records_folder
-    from clusterbench.summary import format_summary, load_summary, profiles_holding
+    from clusterbench.results import atomic_write_text, held_by, profiles_holding, records_folder
+    from clusterbench.summary import format_summary, load_summary
 
     parser = argparse.ArgumentParser(prog="clusterbench summary")
     parser.add_argument("experiments", nargs="*", default=["adhoc"], help="experiments (default: adhoc)")
@@ -319,14 +326,10 @@ def command_summary(words: list[str]) -> int:
     summary = load_summary(args.results_dir, args.profile, args.experiments, metrics, args.by_params)
     print(format_summary(summary))
     # Records of a smoke run beside the paper's would otherwise go unmentioned (the default profile).
-    others = [
-        other for other in profiles_holding(args.results_dir, args.experiments) if other != args.profile
-    ]
+    others = profiles_holding(args.results_dir, args.experiments, besides=args.profile)
     if others:
-        held = "hold" if len(others) > 1 else "holds"
         where = "" if args.results_dir == Path("results") else f" --results-dir {args.results_dir}"
-        print(f"\n(profile {', '.join(others)} {held} records of these experiments too: ", end="")
-        print(f"--profile {others[0]}{where})")
+        print(f"\n({held_by(others)} records of these experiments too: --profile {others[0]}{where})")
     # An experiment named beside others that hold records would otherwise be left out unmentioned.
     summarised = set(summary["experiment"])
     empty = [name for name in dict.fromkeys(args.experiments) if name not in summarised]

@@ -594,6 +594,13 @@ def _composition_error(exc: BaseException, words: list[str]) -> str:
         # A misspelt key is likelier than a new one: name the close match first.
         close = _close_key(typo[1])
         hint = f"did you mean {close}? ({_lower_first(hint)})" if close else hint
+        # An option of a metric that another suite holds: that suite scores it (added, it lacks _target_).
+        parts = typo[1].split(".")
+        if len(parts) > 2 and parts[0] == "metrics" and not close:
+            suites = [suite for suite in options("metrics") if parts[1] in load_option("metrics", suite)]
+            if suites:
+                hint = f"metric '{parts[1]}' is in suite {', '.join(suites)}, not this run's: "
+                hint += f"add metrics={suites[0]}"
     if "Available options in" in str(exc):
         start = next(i for i, line in enumerate(lines) if line.startswith("Available options in")) + 1
         end = next((i for i, line in enumerate(lines) if line.startswith("Config search path")), len(lines))

@@ -183,6 +183,26 @@ def records_folder(results_dir: Path, *levels: str) -> Path:
     return Path(results_dir, "runs", *levels)
 
 
+def profiles_holding(results_dir: Path, experiments: list[str], besides: str) -> list[str]:
+    """The profiles under ``results_dir`` other than ``besides`` with a record of one of
+    ``experiments``: where the records are when a command read the wrong profile's (a run with
+    ``profile=smoke`` read as the paper's, the default)."""
+    runs = records_folder(results_dir)
+    profiles = sorted(p for p in runs.iterdir() if p.is_dir() and p.name != besides) if runs.is_dir() else []
+    return [
+        profile.name
+        for profile in profiles
+        if any(next((profile / experiment).rglob("*.csv"), None) for experiment in experiments)
+    ]
+
+
+def held_by(profiles: list[str]) -> str:
+    """``profile smoke holds`` / ``profiles a and b hold``: the subject of a sentence naming them."""
+    if len(profiles) == 1:
+        return f"profile {profiles[0]} holds"
+    return f"profiles {', '.join(profiles[:-1])} and {profiles[-1]} hold"
+
+
 def record_path(
     results_dir: Path, profile: str, experiment: str, dataset: str, method: str, key: str
 ) -> Path:

@@ -89,7 +89,8 @@ def method_grid(cfg: DictConfig) -> list[dict]:
 def build_estimator(
     method: DictConfig, params: dict, data: Dataset, seed: int, device: str, threads: int | None = 1
 ):
-    """Instantiate the estimator with grid ``params``, the dataset's k, the seed, the device and
+    """Instantiate the estimator with grid ``params``, the dataset's k (as ``n_components`` to one
+    that takes no ``n_clusters``, as scikit-learn's mixtures), the seed, the device and
     the job's ``threads`` (as ``n_threads``, None: torch's default), each where the estimator
     takes it and neither the method config nor the grid sets it.
 
@@ -126,6 +127,8 @@ def build_estimator(
         )
     # An estimator's n_threads overrides limit_threads' torch count during its fit: it gets the job's.
     injected = {"n_clusters": data.n_clusters, "random_state": seed, "n_threads": threads}
+    if "n_clusters" not in accepted:  # scikit-learn's mixtures (GaussianMixture) count theirs as n_components
+        injected["n_components"] = data.n_clusters
     if "device" in accepted and "device" not in given:
         injected["device"] = resolve_device(device)
     extra = {k: v for k, v in injected.items() if k in accepted and k not in given}

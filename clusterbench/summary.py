@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import load_records, records_folder
+from clusterbench.results import held_by, load_records, profiles_holding, records_folder
 from clusterbench.runs import PLACE, params_without, wide_runs
 
 # The metrics a summary shows unless told otherwise, in this order (those the records hold): the
@@ -159,12 +159,11 @@ def load_summary(
     if records.empty:
         folder = records_folder(results_dir, profile)
         where = "" if Path(results_dir) == Path("results") else f" results_dir={results_dir}"
-        others = profiles_holding(Path(results_dir), experiments)
+        others = profiles_holding(Path(results_dir), experiments, besides=profile)
         if others:  # the likeliest slip: records of a run with profile=smoke, read as paper's
             raise UserError(
                 f"no records of {', '.join(experiments)} under {folder}; "
-                f"{'profiles' if len(others) > 1 else 'profile'} {' and '.join(others)} "
-                f"{'hold' if len(others) > 1 else 'holds'} some (--profile {others[0]})"
+                f"{held_by(others)} some (--profile {others[0]})"
             )
         raise UserError(
             f"no records of {', '.join(experiments)} under {folder}; make some with `clusterbench run -m "
@@ -180,17 +179,6 @@ def load_summary(
                 f"they hold {', '.join(sorted(held))} (and fit_seconds)"
             )
     return summarize(records, metrics, by_params)
-
-
-def profiles_holding(results_dir: Path, experiments: list[str]) -> list[str]:
-    """The profiles under ``results_dir`` with a record of one of ``experiments``."""
-    runs = records_folder(results_dir)
-    profiles = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
-    return [
-        profile.name
-        for profile in profiles
-        if any(next((profile / experiment).rglob("*.csv"), None) for experiment in experiments)
-    ]
 
 
 # A run's closing table shows this many rows at most; `clusterbench summary` shows them all.

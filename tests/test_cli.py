@@ -144,6 +144,9 @@ def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragm
     ("words", "fragments"),
     [
         (["seed=0,1"], ["seed=0,1 is a sweep", "run it with -m"]),
+        # named as typed, not as rewritten for Hydra (++method.estimator.n_init=1,2)
+        (["method.n_init=1,2"], ["error: method.n_init=1,2 is a sweep", "run it with -m"]),
+        (["dataset.subsample=50,60"], ["error: dataset.subsample=50,60 is a sweep"]),
         (["hydra.sweeper.params.seed='0,1'"], ["seed resets the sweep of one experiment", "-m seed=a,b"]),
         (["dataset=glob(zo*)"], ["dataset=glob(zo*) is a sweep", "-m"]),
         (["-m", "seed=range(3,0)"], ["seed=range(3,0) selects nothing", "at least one value"]),
@@ -163,6 +166,11 @@ def test_an_override_hydra_refuses_exits_2_in_one_line(tmp_path, override, fragm
         (["+grids.kmean.n_init=[1,2]"], ["grids.kmean names no method", "kmeans"]),
         (["timeout_s={clma: 0.3}"], ["timeout_s.clma names no method", "clam"]),
         (["+metrics.nmi.labels=3"], ["metric 'nmi' has no option 'labels'", "average_method, ignore_label"]),
+        # not Hydra's +metrics.ratio_cut.k=3, which adds a metric without its _target_
+        (
+            ["metrics.ratio_cut.k=3"],
+            ["metric 'ratio_cut' is in suite prcut, not this run's: add metrics=prcut"],
+        ),
         (["+metrics.nmi.ignore_label=[1,2]"], ["ignore_label must be one integer label or null"]),
         (
             ["metrics=khatri_rao", "+metrics.inertia.ignore_label=1"],
@@ -420,6 +428,19 @@ def test_a_table_without_records_exits_2_naming_where_it_looked(tmp_path):
         f"clusterbench run -m experiment=clam_baselines profile=smoke results_dir={tmp_path})",
     )
     assert not list((tmp_path / "tables").rglob("*.md"))
+
+
+def test_a_table_without_records_of_its_profile_names_the_profile_that_holds_some(tmp_path):
+    held = tmp_path / "runs" / "smoke" / "clam_baselines" / "zoo" / "kmeans"
+    held.mkdir(parents=True)
+    (held / "0.csv").write_text("")
+    result = cli("table", "clam_table1", "--results-dir", str(tmp_path))
+    assert_one_line_error(
+        result,
+        "no records of clam_baselines, clam_table1",
+        "runs/paper",
+        "profile smoke holds some (--profile smoke)",
+    )
 
 
 def test_all_tables_without_any_records_exit_2_naming_where_they_looked(tmp_path):

@@ -28,6 +28,7 @@ from tests.helpers import DATA_FOLDER
 
 CACHED_SOURCE = "clusterbench.data.sources.cached"
 USER_FILE_SOURCE = "clusterbench.data.sources.npz_file"
+RAW_DATA = "clusterbench.data.sources.RawData"  # a source returning its arguments as they are
 REQUIRED_KEYS = {
     "name",
     "description",
@@ -669,6 +670,26 @@ def test_a_dataset_config_of_ones_own_names_itself_and_its_source_path_when_the_
     assert str(error.value) == (
         f"dataset 'myblobs': dataset.source.path {missing} is no file; "
         "give dataset.source.path=FILE.npz, a file with arrays X (n, d) and y (n,)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ({"_target_": "builtins.dict", "X": [[0.0], [1.0]], "y": [0, 1]}, "returned dict"),
+        ({"_target_": RAW_DATA, "X": [[0.0], [1.0], [2.0]], "y": [0, 1]}, "returned X (3, 1) and y (2,)"),
+        ({"_target_": RAW_DATA, "X": [0.0, 1.0, 2.0], "y": [0, 1, 1]}, "returned X (3,) and y (3,)"),
+    ],
+)
+def test_a_users_source_that_returns_no_raw_data_or_rows_and_labels_that_disagree_is_one_user_error(
+    source, expected
+):
+    config = {"name": "mycsv", "n_clusters": 2, "preprocess": "none", "source": source}
+    with pytest.raises(UserError) as error:
+        load_dataset(config)
+    assert str(error.value) == (
+        f"dataset 'mycsv': its source {source['_target_']} {expected}; "
+        "return clusterbench.data.sources.RawData(X=..., y=...) with X (n, d) and y (n,)"
     )
 
 

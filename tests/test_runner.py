@@ -1014,6 +1014,24 @@ def test_a_stored_fit_is_the_latest_successful_record_of_the_fit(tmp_path):
     assert _stored_fit([old], n_points=4) is None
 
 
+def test_a_mixture_that_counts_its_clusters_as_n_components_is_given_the_datasets_k():
+    # docs/extending.md names GaussianMixture; without this it fitted its default, one component
+    from types import SimpleNamespace
+
+    data = SimpleNamespace(n_clusters=3)
+    gmm = OmegaConf.create({"name": "gmm", "estimator": {"_target_": "sklearn.mixture.GaussianMixture"}})
+    assert runner.build_estimator(gmm, {}, data, 0, "cpu").n_components == 3
+    own = OmegaConf.merge(gmm, {"estimator": {"n_components": 5}})
+    assert runner.build_estimator(own, {}, data, 0, "cpu").n_components == 5  # the config's value kept
+    assert runner.build_estimator(gmm, {"n_components": 4}, data, 0, "cpu").n_components == 4  # a grid's
+    # one that takes n_clusters keeps its own n_components (SpectralClustering's embedding size)
+    spectral = OmegaConf.create(
+        {"name": "sc", "estimator": {"_target_": "sklearn.cluster.SpectralClustering"}}
+    )
+    built = runner.build_estimator(spectral, {}, data, 0, "cpu")
+    assert (built.n_clusters, built.n_components) == (3, None)
+
+
 # From a third mutation audit of the suite: each test below failed with one plausible bug in
 # place and passed without it.
 

@@ -205,6 +205,14 @@ def test_the_cli_names_the_other_profiles_holding_records_of_the_experiments(res
     )
 
 
+def test_other_profiles_are_named_as_the_subject_of_one_sentence():
+    from clusterbench.results import held_by
+
+    assert held_by(["smoke"]) == "profile smoke holds"
+    assert held_by(["paper", "smoke"]) == "profiles paper and smoke hold"
+    assert held_by(["a", "b", "c"]) == "profiles a, b and c hold"
+
+
 def test_the_cli_names_an_experiment_asked_for_that_holds_no_records(results):
     """Beside one that holds records, an experiment without any (a config whose sweep has not run
     into this folder) was left out of the table without a word."""

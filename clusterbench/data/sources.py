@@ -177,7 +177,7 @@ def call_source(source, dataset: str | None = None) -> RawData:
     )
     target = arguments.pop("_target_")
     try:
-        return get_method(target)(**arguments)
+        raw = get_method(target)(**arguments)
     except UserError as exc:
         if dataset is not None and f"'{dataset}'" not in str(exc):  # which dataset, in a sweep
             exc.args = (f"dataset '{dataset}': {exc}", *exc.args[1:])  # its own class kept
@@ -187,6 +187,17 @@ def call_source(source, dataset: str | None = None) -> RawData:
             f"dataset '{dataset}': its source {target} failed ({type(exc).__name__}: {first_line(exc)}); "
             "check the source's arguments (dataset.source.*) and what it reads"
         ) from exc
+    # A user's reader may return a tuple, or rows and labels that disagree: refused here, in one
+    # line, rather than as a traceback or a fit recorded as failed at scoring.
+    fix = "return clusterbench.data.sources.RawData(X=..., y=...) with X (n, d) and y (n,)"
+    if not isinstance(raw, RawData):
+        raise UserError(f"dataset '{dataset}': its source {target} returned {type(raw).__name__}; {fix}")
+    shapes = np.shape(raw.X), np.shape(raw.y)
+    if not _shapes_fit(*shapes):
+        raise UserError(
+            f"dataset '{dataset}': its source {target} returned X {shapes[0]} and y {shapes[1]}; {fix}"
+        )
+    return raw
 
 
 def write_npz(path: Path, data: RawData) -> None:
