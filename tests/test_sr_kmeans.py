@@ -17,6 +17,7 @@ from torch import nn
 
 from clusterbench.errors import HyperparameterError
 from clusterbench.methods import ACPIC, MIADM, MID, SRKMeans
+from clusterbench.methods.deep.base import squared_distances
 from clusterbench.methods.deep.networks import DEPICTAutoencoder
 from clusterbench.methods.mi_adm import adm_targets
 from clusterbench.methods.mi_d import batch_mutual_information
@@ -524,3 +525,222 @@ def test_assignment_labels_are_the_nearest_prototype_not_the_largest_inner_produ
     head = _Prototypes(torch.tensor([[1.0, 0.0], [3.0, 0.0]], dtype=torch.float64))
     z = torch.tensor([[1.2, 0.0], [2.2, 0.0]], dtype=torch.float64)
     assert model._labels(head, z).tolist() == [0, 1]
+
+
+# From a sixth mutation audit of the suite (the DEPICT protocol shared by SR-K-means, MI-ADM and
+# MI-D): each test below failed with one plausible bug in place and passed without it.
+
+
+def test_phase_one_stops_after_init_patience_epochs_without_a_strict_gain(images, monkeypatch):
+    """Validation NMIs 0.5 (pretrained), then 0.6, 0.4, 0.7, 0.7, 0.6, …, patience 2: epoch 3's 0.7
+    resets the count, epoch 4's equal 0.7 is no gain, epoch 5 is the second without one, so phase 1
+    ends after 5 epochs. Survived: a tie counted as a gain (6 epochs), the count not reset by a
+    gain (4 epochs)."""
+    from clusterbench.methods import sr_kmeans
+
+    scores = iter([0.5, 0.6, 0.4, 0.7, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
+    monkeypatch.setattr(sr_kmeans, "normalized_mutual_info_score", lambda truth, predicted: next(scores))
+    model = SRKMeans(3, **{**TINY, "init_epochs": 10, "init_patience": 2}, random_state=0).fit(images[0])
+    assert model.validation_nmi_ == [0.5, 0.6, 0.4, 0.7, 0.7, 0.6] and model.n_init_epochs_ == 5
+
+
+def test_phase_two_starts_from_the_classifier_phase_one_kept(images, monkeypatch):
+    """MI-ADM's head is trained in phase 1: with validation scores that only fall, phase 2 receives
+    the classifier phase 1 started from (the pretrained network's candidate), not the last epoch's.
+    Survived: only the network restored from the best snapshot."""
+    from clusterbench.methods import sr_kmeans
+
+    scores = iter([0.9, 0.5, 0.4, 0.3])
+    monkeypatch.setattr(sr_kmeans, "normalized_mutual_info_score", lambda truth, predicted: next(scores))
+    heads = {}
+
+    def spying(phase, name):
+        def spy(self, network, head, *args):
+            heads[name] = copy.deepcopy(head.state_dict())
+            return phase(self, network, head, *args)
+
+        return spy
+
+    monkeypatch.setattr(DEPICTClusterer, "_hard_phase", spying(DEPICTClusterer._hard_phase, "hard"))
+    monkeypatch.setattr(DEPICTClusterer, "_soft_phase", spying(DEPICTClusterer._soft_phase, "soft"))
+    model = MIADM(3, **{**TINY, "init_epochs": 3, "init_patience": 5}, random_state=0).fit(images[0])
+    assert model.n_init_epochs_ == 3
+    for name, tensor in heads["hard"].items():
+        assert torch.equal(heads["soft"][name], tensor), name
+
+
+def test_phase_one_trains_on_the_split_on_hard_targets_and_phase_two_on_all_data(images, monkeypatch):
+    """Phase 1's passes are over the 90% training split only (the other 10% scores the early
+    stopping), with ``hard`` set; phase 2's over all N with it unset (MI-D then minimises −Î_B, not
+    the cross-entropy). Survived: phase 1 trained on all the rows; phase 2 passed ``hard=True``."""
+    passes, original = [], DEPICTClusterer._epoch
+
+    def spy(self, network, head, data, rows, targets, optimizer, generator, hard):
+        passes.append((len(rows), len(set(rows.tolist())), hard))
+        return original(self, network, head, data, rows, targets, optimizer, generator, hard)
+
+    monkeypatch.setattr(DEPICTClusterer, "_epoch", spy)
+    MID(3, **{**TINY, "tol": 0.0}, random_state=0).fit(images[0])
+    assert passes == [(54, 54, True)] * 2 + [(60, 60, False)] * 3
+
+
+class _ScaledLine(nn.Module):
+    """A stand-in network: the embedding is w·x for one weight w, with no reconstruction term."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones((), dtype=torch.float64))
+
+    def denoising(self, x: torch.Tensor):
+        return self.w * x, torch.zeros((), dtype=torch.float64)
+
+
+def test_an_epochs_recorded_loss_is_the_mean_over_its_points_not_over_its_batches():
+    """λK = 1, θ = (1, −1), every q = (1, 0): a point z loses (z − 1)² − z² = 1 − 2z, so the points
+    0, 1, 2, 3, 10 lose 1, −1, −3, −5, −19, mean −5.4 (SGD at lr 0 keeps w = 1). Batches of 2 leave
+    one point alone, and the mean of the three batch means is (−27 + its loss)/6, never −5.4.
+    Survived: the mean of the batch means."""
+    model = SRKMeans(2, lam=0.5, batch_size=2)
+    model.device_ = "cpu"
+    network = _ScaledLine()
+    head = _Prototypes(torch.tensor([[1.0], [-1.0]], dtype=torch.float64))
+    data = torch.tensor([[0.0], [1.0], [2.0], [3.0], [10.0]], dtype=torch.float64)
+    q = torch.tensor([[1.0, 0.0]] * 5, dtype=torch.float64)
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.0)
+    for seed in range(3):
+        generator = torch.Generator().manual_seed(seed)
+        loss = model._epoch(network, head, data, torch.arange(5), q, optimizer, generator, False)
+        assert loss == pytest.approx(-5.4, rel=1e-12)
+
+
+def test_phase_two_stops_on_the_mean_squared_change_of_q_or_after_its_epochs():
+    """Scripted updates that move every entry of Q by 0.2, then by 0.05: with tol 0.01 the run
+    stops after the second (0.05² < 0.01, though the mean absolute change 0.05 is not); with
+    steps of 0.2 only it stops after ``epochs`` = 3, unconverged. Survived: the mean absolute
+    change for the squared one; one epoch more than ``epochs``."""
+    from clusterbench.methods.sr_kmeans import _Run
+
+    def soft_phase(steps, epochs):
+        model = SRKMeans(2, epochs=epochs, tol=0.01)
+        model.device_ = "cpu"
+        model._epoch = lambda *args: 0.0
+        model._embed = lambda network, data: data
+        steps = iter(steps)
+
+        def update(head, z, previous):
+            targets = previous + next(steps)
+            return targets, torch.softmax(targets, dim=1)
+
+        model._update = update
+        run = _Run(phase=2, targets=torch.zeros(4, 2))
+        model._soft_phase(None, None, torch.zeros(4, 1), None, None, run, lambda: None)
+        return run.n_iter, run.converged, len(run.losses), len(run.mutual_information)
+
+    assert soft_phase([0.2] + [0.05] * 9, epochs=10) == (2, True, 2, 2)
+    assert soft_phase([0.2] * 10, epochs=3) == (3, False, 3, 3)
+
+
+def test_k_means_initialisation_uses_the_fits_seed_and_its_restarts(monkeypatch):
+    """init='kmeans' runs scikit-learn's KMeans with ``n_init`` restarts, seeded by the fit's seed
+    (taken mod 2³², the range scikit-learn takes). Survived: a fixed random_state."""
+    from clusterbench.methods import sr_kmeans
+
+    made, original = [], sr_kmeans.KMeans
+
+    def recorded(*args, **kwargs):
+        made.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sr_kmeans, "KMeans", recorded)
+    embedding = torch.tensor([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]])
+    for seed in (7, 2**32 + 9):
+        labels = SRKMeans(2, init="kmeans", n_init=3)._initial_labels(embedding, seed)
+        assert labels[0] == labels[1] != labels[2] == labels[3]
+    assert made == [{"n_init": 3, "random_state": 7}, {"n_init": 3, "random_state": 9}]
+
+
+class _ScriptedValidation(nn.Module):
+    """A stand-in autoencoder for pretraining: a trainable (noisy) loss w², and clean validation
+    losses read from a script, one per epoch."""
+
+    def __init__(self, losses):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(()))
+        self.losses = iter(losses)
+
+    def denoising(self, x: torch.Tensor, noisy: bool = True):
+        if noisy:
+            return None, self.w.square()
+        return None, torch.tensor(next(self.losses))
+
+
+def test_pretraining_stops_pretrain_patience_epochs_after_its_best_and_keeps_that_network():
+    """Validation losses 1.0, 0.5, 0.6, 0.7, 0.8, … with patience 2: the best is epoch 2's, and
+    epochs 3 and 4 without a gain end the run after 4 epochs, with epoch 2's weights and loss.
+    Survived: one epoch more than the patience."""
+    from clusterbench.methods.deep.cache import FitProgress
+
+    model = SRKMeans(3, pretrain_patience=2, pretrain_lr=0.1, pretrain_batch_size=10)
+    model.device_ = "cpu"
+    network = _ScriptedValidation([1.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
+    weights = []
+    original = network.denoising
+
+    def recording(x, noisy=True):
+        if not noisy:
+            weights.append(float(network.w.detach()))  # the weights each validation loss belongs to
+        return original(x, noisy)
+
+    network.denoising = recording
+    loss, epochs = model._pretrain(network, torch.zeros(20, 1), 10, 0, FitProgress(None))
+    assert (loss, epochs) == (0.5, 4)
+    assert len(weights) == 4 and float(network.w.detach()) == weights[1] != weights[3]
+
+
+def test_softmax_classifier_starts_with_the_initial_means_as_its_class_directions():
+    """MI-ADM and MI-D's head: logits z·θ_k with θ_k the initial clusters' means (the DEPICT code's
+    W = cluster_centers_ᵀ in a Keras Dense), bias 0. z = e_0 scores (θ_00, θ_10) = (1, 3).
+    Survived: the means transposed (θ as a K × K matrix, z·θ_{·k})."""
+    model = MIADM(2)
+    model.device_ = "cpu"
+    head = model._head(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    z = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    torch.testing.assert_close(head(z), torch.tensor([[1.0, 3.0], [2.0, 4.0]]), rtol=0, atol=0)
+
+
+def test_prior_corrected_labels_scale_the_inner_product_by_lambda_k():
+    """λ = 0.5, K = 2, θ = I, prior (0.1, 0.9): z = (1, 0) scores 1/(λK) + ½ log 0.1 = −0.151
+    against ½ log 0.9 = −0.053, so cluster 1; over λ alone it would be 2 − 1.151 = 0.849: cluster 0.
+    Survived: the inner product over λ (K dropped)."""
+    model = SRKMeans(2, lam=0.5, labels_by="prior_corrected")
+    model._prior = torch.tensor([0.1, 0.9], dtype=torch.float64)
+    head = _Prototypes(torch.eye(2, dtype=torch.float64))
+    z = torch.tensor([[1.0, 0.0], [1.5, 0.0]], dtype=torch.float64)
+    assert model._labels(head, z).tolist() == [1, 0]
+
+
+def test_the_pretraining_cache_is_keyed_by_the_patience(images):
+    """A network pretrained with another ``pretrain_patience`` may have stopped elsewhere: it is
+    not reused. Survived: the patience left out of the cache key."""
+    first = SRKMeans(3, **TINY, random_state=0).fit(images[0])
+    second = SRKMeans(3, **TINY, pretrain_patience=1, random_state=0).fit(images[0])
+    third = SRKMeans(3, **TINY, pretrain_patience=1, random_state=0).fit(images[0])
+    assert not first.pretrained_from_cache_ and not second.pretrained_from_cache_
+    assert third.pretrained_from_cache_
+
+
+@pytest.mark.parametrize("cls", METHODS)
+def test_the_last_recorded_information_is_that_of_the_final_assignments(cls, images):
+    """I(X, K) (eq. 11) is recorded after each update, of the assignments it makes: the last value
+    is I of the fitted model's own, recomputed from the final embedding (SR-K-means: eq. 28 with
+    the final θ; MI-ADM, MI-D: the classifier's posteriors). Survived: MI-D recording another
+    distribution than its clean posteriors."""
+    model = cls(3, **{**TINY, "tol": 0.0}, random_state=0).fit(images[0])
+    z = torch.as_tensor(model.embedding_, dtype=torch.float32)
+    if cls is SRKMeans:
+        theta = torch.as_tensor(model.cluster_centers_, dtype=torch.float32)
+        assignments = torch.softmax(-squared_distances(z, theta) / (model.lam * 3), dim=1)
+    else:
+        with torch.no_grad():
+            assignments = torch.softmax(model._head_(z), dim=1)
+    assert model.mutual_information_[-1] == pytest.approx(mutual_information(assignments), abs=1e-5)
