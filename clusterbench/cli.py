@@ -99,7 +99,8 @@ def command_run(words: list[str]) -> int:
     except UserError as exc:  # an override named as it was typed (method.K=V), not as rewritten
         message = str(exc)
         for was, now in zip(typed, words, strict=True):
-            message = message.replace(now, was) if now != was else message
+            if now != was:
+                message = message.replace(now, was)
         exc.args = (message, *exc.args[1:])
         raise
     # Jobs inherit the variable in any launcher's processes (joblib, submitit). A results_dir only
