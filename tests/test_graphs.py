@@ -184,6 +184,32 @@ def test_the_ratio_cut_metric(tmp_path, monkeypatch):
         ratio_cut_metric(X, truth, half=1)
 
 
+def test_the_ratio_cut_metrics_defaults_are_the_papers_symmetric_graph_with_the_half(tmp_path, monkeypatch):
+    """Called without options, the metric is the paper's text (k = 150, OR-symmetrised graph, ½),
+    as its docstring says. The test above passed every option or scored a cut of 0, on which the
+    defaults do not show: a default of half=False survived it."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "pretrained"))
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(160, 2))
+    labels = rng.integers(0, 3, 160)
+    symmetric = graphs.ratio_cut(graphs.knn_graph(X, 150, "symmetric"), labels, half=False)
+    directed = graphs.ratio_cut(graphs.knn_graph(X, 150, "directed"), labels, half=False)
+    assert ratio_cut_metric(X, labels) == pytest.approx(0.5 * symmetric, rel=1e-12)
+    assert symmetric != pytest.approx(directed) and symmetric > 0
+
+
+def test_the_ratio_cut_metric_is_nan_at_n_neighbors_points_and_scored_one_above(tmp_path, monkeypatch):
+    """NaN "with no more points than n_neighbors": n = k points is NaN (no kNN graph can be built
+    on them), n = k + 1 is scored. NaN only below k survived every test: n = k raised an error."""
+    monkeypatch.setenv("CLUSTERBENCH_CACHE", str(tmp_path / "pretrained"))
+    X = np.random.default_rng(5).normal(size=(6, 2))
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    assert math.isnan(ratio_cut_metric(X[:5], labels[:5], n_neighbors=5))
+    assert ratio_cut_metric(X, labels, n_neighbors=5) == pytest.approx(
+        graphs.ratio_cut(graphs.knn_graph(X, 5, "symmetric"), labels), rel=1e-12
+    )
+
+
 def test_a_tiny_graphs_dense_eigensolve_gives_the_smallest_eigenpairs():
     """The path graph 0-1-2-3: its Laplacian's eigenvalues are 2 − 2cos(πj/4) = 0, 2 − √2, 2,
     2 + √2, the first eigenvector constant (|0.5|). n = 4 ≤ 5(k + 1) takes the dense branch, which

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from scipy.special import logsumexp, softmax
 from sklearn.cluster import KMeans
 
@@ -206,6 +207,118 @@ def test_c_prime_equal_to_c_is_em_for_the_isotropic_gmm(model):
     np.testing.assert_allclose(fitted.history_["log_likelihood"], likelihoods, atol=1e-10)
     # With every cluster in every set the free energy is the likelihood itself.
     np.testing.assert_allclose(fitted.history_["free_energy"], fitted.history_["log_likelihood"], atol=1e-12)
+
+
+def hand_written_truncated_em(X, centres, c_prime, iterations):
+    """Algorithm 3 in numpy from the same seeds and initial σ²: each point's C′ nearest centres
+    share it by eq. 5, the M-step of eq. 6, and F(K_t, Θ_t) of eq. 7 with the sets K_t the last
+    M-step used (at t = 0 the seeds' own nearest sets)."""
+    n, d = X.shape
+    distances = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+    sigma2 = distances.min(1).mean() / d
+    held, free = None, []
+    for iteration in range(iterations + 1):
+        distances = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+        log_joint = (
+            -distances / (2 * sigma2) - 0.5 * d * math.log(2 * math.pi * sigma2) - math.log(len(centres))
+        )
+        sets = np.argsort(distances, axis=1)[:, :c_prime]
+        held = sets if held is None else held
+        free.append(logsumexp(np.take_along_axis(log_joint, held, 1), axis=1).mean())
+        if iteration == iterations:
+            break
+        q = np.zeros_like(log_joint)
+        np.put_along_axis(q, sets, softmax(np.take_along_axis(log_joint, sets, 1), axis=1), 1)
+        centres = (q.T @ X) / q.sum(0)[:, None]
+        sigma2 = (q * ((X[:, None, :] - centres[None]) ** 2).sum(-1)).sum() / (n * d)
+        held = sets
+    return centres, sigma2, np.array(free)
+
+
+@pytest.mark.parametrize("c_prime", [2, 3])
+def test_truncated_em_centres_variance_and_free_energies_are_algorithm_3_by_hand(c_prime):
+    """k-means-C′ for 1 < C′ < C against Algorithm 3 in numpy. The history's free energy is
+    F(K_t, Θ_t), with the sets that produced Θ_t: F(K_t+1, Θ_t), the sets the E-step has just
+    chosen, also never decreases and stays below ℒ, so it survived every other test."""
+    X, _ = mixture(seed=3, spread=2.0)
+    init = X[[0, 10, 20, 30]]
+    iterations = 12
+    fitted = KMeansCPrime(4, c_prime=c_prime, init=init, tol=0.0, max_iter=iterations).fit(X)
+    centres, sigma2, free = hand_written_truncated_em(X, init, c_prime, iterations)
+    np.testing.assert_allclose(fitted.cluster_centers_, centres, atol=1e-10)
+    assert fitted.sigma2_ == pytest.approx(sigma2, rel=1e-10)
+    np.testing.assert_allclose(fitted.history_["free_energy"], free, rtol=0, atol=1e-10)
+    nearest = ((X[:, None] - centres[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(fitted.labels_, nearest)
+
+
+@pytest.mark.parametrize("c_prime", [1, 2])
+def test_every_point_on_a_centre_floors_the_variance_and_keeps_the_fit_finite(c_prime):
+    """Three distinct points, five copies each, seeded on them: the M-step's σ² is 0, floored at
+    1e-10 of the data's mean per-dimension variance (module docstring). Without the floor after
+    the M-step (only the seeding's) every test passed; σ² came out 0 or rounding noise."""
+    X = np.repeat([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]], 5, axis=0)
+    model = KMeansCPrime(3, c_prime=c_prime, init=X[[0, 5, 10]], tol=0.0, max_iter=4).fit(X)
+    floor = 1e-10 * ((X - X.mean(0)) ** 2).sum(1).mean() / X.shape[1]
+    assert model.sigma2_ == pytest.approx(floor, rel=1e-9)
+    np.testing.assert_allclose(model.history_["sigma2"], floor, rtol=1e-9)
+    for key in model.history_.keys() - {"bound_eq17"}:  # eq. 17 of J = 0 is log 0: rounding decides
+        assert np.isfinite(model.history_[key]).all(), key
+    np.testing.assert_array_equal(model.labels_, np.repeat([0, 1, 2], 5))
+    np.testing.assert_allclose(model.cluster_centers_, X[[0, 5, 10]], atol=1e-12)
+
+
+@pytest.mark.parametrize("c_prime", [1, 2])
+def test_a_cluster_that_receives_no_responsibility_keeps_its_centre(c_prime):
+    """A seed at 100, far from every point, is in no point's C′ nearest: its centre stays at 100
+    (the module docstring's rule; the M-step is undetermined there). S_c / W_c with W_c = 0 read
+    as 0 moved it to the data's mean, and survived every other test."""
+    X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [12.0]])
+    model = KMeansCPrime(3, c_prime=c_prime, init=np.array([[1.5], [10.5], [100.0]]), max_iter=10).fit(X)
+    assert model.cluster_centers_[2, 0] == 100.0
+    np.testing.assert_allclose(model.cluster_centers_[:2, 0], [1.0, 11.0], atol=1e-9)
+    np.testing.assert_array_equal(model.labels_, [0, 0, 0, 1, 1, 1])
+
+
+def test_a_fit_that_has_converged_stops_at_tol_zero_rather_than_running_to_max_iter():
+    """Stopping is F_t − F_t−1 ≤ tol: once no point moves, the next iteration repeats the free
+    energy exactly, and tol = 0 stops there. A strict < ran every fit with tol = 0 to max_iter
+    (and reported n_iter_ = max_iter), which no test noticed."""
+    X, _ = mixture(seed=0, spread=6.0)
+    model = KMeansCPrime(4, c_prime=1, init=X[:4], tol=0.0, max_iter=300).fit(X)
+    free = model.history_["free_energy"]
+    assert model.n_iter_ < 30 and len(free) == model.n_iter_ + 1
+    assert free[-1] == free[-2] and np.all(np.diff(free)[:-1] > 0)
+
+
+def test_greedy_k_means_plus_plus_keeps_the_candidate_of_least_potential():
+    """Two groups of 50 (near 0 and 10) and one outlier at 40, C = 2: after a first centre in a
+    group, D² sampling draws the outlier often (1600 of the ≈ 6600 weight), but the candidate that
+    lowers the potential most is in the other group. Keeping the candidate of most potential (an
+    arg max for the arg min) survived every test."""
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0.0, 0.5, 50), rng.normal(10.0, 0.5, 50), [40.0]])[:, None]
+    for seed in range(8):
+        seeds = KMeansCPrime(2, c_prime=1, n_local_trials=20, max_iter=0, random_state=seed).fit(X)
+        np.testing.assert_allclose(np.sort(seeds.cluster_centers_[:, 0]), [0.0, 10.0], atol=2.0)
+
+
+def test_k_means_plus_plus_draws_scikit_learns_2_plus_log_c_candidates_by_default(monkeypatch):
+    """n_local_trials=None is scikit-learn's greedy k-means++, 2 + ⌊ln C⌋ D²-drawn candidates per
+    centre after the first (the form that reproduces Table S1). 1 + ⌊ln C⌋ survived every test."""
+    drawn, multinomial = [], torch.multinomial
+
+    def counted(weights, trials, *args, **kwargs):
+        drawn.append(trials)
+        return multinomial(weights, trials, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "multinomial", counted)
+    X, _ = mixture(seed=1, n=100, k=8)
+    KMeansCPrime(8, c_prime=1, max_iter=0, random_state=0).fit(X)
+    assert drawn == [2 + int(math.log(8))] * 7 == [4] * 7
+    drawn.clear()
+    KMeansCPrime(8, c_prime=1, n_local_trials=1, max_iter=0, random_state=0).fit(X)
+    assert drawn == [1] * 7
 
 
 @pytest.mark.parametrize("c_prime", [1, 2])

@@ -263,6 +263,33 @@ def test_the_inverse_time_rate_averages_every_batch_and_the_constant_one_forgets
         PRCut(4, gamma_schedule="harmonic", **SMALL).fit(X)
 
 
+@pytest.mark.parametrize(
+    ("graph", "gamma_schedule"), [("symmetric", "constant"), ("directed", "inverse_time")]
+)
+def test_the_first_step_is_algorithm_1_on_the_batch_its_seed_draws(blobs, graph, gamma_schedule):
+    """One step by hand: the seed draws the encoder and the 2B points (left the first B, right the
+    next B); W_b is the graph's block between them; p̄ = (1 − γ₁) u + γ₁ · the mean of the 2B rows
+    of P, γ₁ = γ under either schedule (γ/t at t = 1); the history holds eq. 7's bound at p̄ over
+    ‖W_b‖₁ and KL(mean P ‖ u). Survived before: γ/(t + 1) for γ/t, and batches drawn from one
+    fixed seed whatever random_state (only the encoder was seeded)."""
+    X, _ = blobs
+    seed, k, B, gamma = 11, 4, SMALL["batch_size"], 0.6
+    settings = {**SMALL, "steps": 1, "graph": graph, "gamma": gamma, "gamma_schedule": gamma_schedule}
+    model = PRCut(k, **settings, random_state=seed).fit(X)
+    chosen = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed))[: 2 * B]
+    left, right = chosen[:B].numpy(), chosen[B:].numpy()
+    network = build_encoder(X.shape[1], k, 3, SMALL["hidden"], True, seed, "cpu")
+    with torch.no_grad():
+        P = torch.softmax(network(torch.as_tensor(X, dtype=torch.float32)[chosen]), 1)
+    p_mean = (1 - gamma) / k + gamma * P.mean(0)
+    adjacency = graphs.adjacency(graphs.knn_indices(X, SMALL["n_neighbors"]), graph).toarray()
+    W = torch.as_tensor(adjacency[np.ix_(left, right)], dtype=torch.float32)
+    np.testing.assert_allclose(model.cluster_mass_, p_mean.numpy(), rtol=1e-6)
+    bound = batch_bound(W, P[:B], P[B:], p_mean) / W.sum()
+    assert model.history_["bound"][0] == pytest.approx(float(bound), rel=1e-5)
+    assert model.history_["kl"][0] == pytest.approx(float(balance_penalty(P)), rel=1e-5)
+
+
 def test_label_similarity_recovers_the_labels(blobs):
     X, y = blobs
     model = PRCut(4, similarity="labels", optimizer="adam", lr=1e-2, steps=150, batch_size=100, hidden=32,
@@ -333,6 +360,21 @@ def test_a_sharp_cosine_similarity_trains_without_overflow(blobs):
     model = PRCut(4, **{**SMALL, "steps": 200}, similarity="cosine", temperature=0.01, random_state=0).fit(X)
     assert np.isfinite(model.ratio_cut_) and np.isfinite(model.history_["bound"]).all()
     assert len(np.unique(model.labels_)) > 1
+
+
+def test_the_cosine_ratio_cut_zeroes_the_diagonal_in_every_block_of_rows():
+    """ratio_cut_ on the dense cosine similarity is summed over blocks of 2048 rows, each with
+    W_ii = 0 (eq. 1), against the dense matrix on 2100 points. Zeroing block[i, i] instead of
+    block[i, start + i] dropped real pairs from the cut past the first block; every other test
+    had fewer than 2048 points, and it survived."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(2100, 3))
+    labels = rng.integers(0, 3, len(X))
+    unit = torch.nn.functional.normalize(torch.as_tensor(X), dim=1)
+    W = np.exp(unit.numpy() @ unit.numpy().T / 0.5)
+    np.fill_diagonal(W, 0.0)
+    got = PRCut(3, similarity="cosine", temperature=0.5)._cosine_ratio_cut(unit, labels)
+    assert got == pytest.approx(graphs.ratio_cut(W, labels), rel=1e-10)
 
 
 def test_nan_and_cuda_without_a_gpu_are_clear_errors():
