@@ -32,8 +32,8 @@ Where the paper leaves a choice open, and what is done here:
   against the paper's −6.127); Arthur & Vassilvitskii's plain D² sampling (``n_local_trials=1``)
   leaves far more runs in poor optima (mean ℒ −6.361).
 - A cluster that receives no responsibility keeps its centre (the M-step for it is undetermined).
-- σ² is floored at 1e-10 of the data's mean per-dimension variance: a degenerate fit (every
-  point on a centre) keeps finite free energies.
+- σ² is floored at 1e-10 of the data's mean per-dimension variance, and so is J/(nD) in eq. 17:
+  a degenerate fit (every point on a centre) keeps finite free energies and bound.
 - Stopping: after iteration t when F(K_t, Θ_t) − F(K_t−1, Θ_t−1) ≤ ``tol`` (nats per point), or
   after ``max_iter`` M-steps. The labels are the E-step's at the final parameters: the nearest
   centre, which holds the largest responsibility.
@@ -424,7 +424,9 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
             if hard:
                 objective = total_norm - 2 * s2 * totals["held"]  # J (eq. 1) of the held assignment
                 values["free_energy_eq13"] = entropy_limit(n_clusters, n_features, s2)
-                values["bound_eq17"] = entropy_limit(n_clusters, n_features, objective / (n * n_features))
+                # J/(nD) floored as σ² is: J of a degenerate fit cancels to 0 or below (log 0, NaN)
+                per_feature = (objective / (n * n_features)).clamp_min(floor)
+                values["bound_eq17"] = entropy_limit(n_clusters, n_features, per_feature)
             for key in keys:
                 for r, value in zip(running.tolist(), values[key].tolist(), strict=True):
                     history[r][key].append(value)
