@@ -192,6 +192,20 @@ def test_best_mean_counts_the_seeds_of_the_grid_point_it_chose():
     assert select(runs, OmegaConf.create({"kind": "best_mean", "by": "sc"}), "sc")["n_seeds"] == 3
 
 
+def test_best_mean_counts_a_seed_of_its_grid_point_once_when_two_records_hold_it():
+    """Seed 0 of a grid point recorded by two of the table's experiments (its other config hash:
+    a dataset's config edited between them) is one seed of the point's two, not two of three.
+    Guards the count of distinct seeds: the mutant ``len(chosen)`` said 3."""
+    records = frame(
+        run("zoo", "dec", 0, {"u": 1}, {"sc": 0.5}),
+        run("zoo", "dec", 0, {"u": 1}, {"sc": 0.5}),
+        run("zoo", "dec", 1, {"u": 1}, {"sc": 0.7}),
+    )
+    records.loc[records.index[1], ["experiment", "config_hash"]] = ["exp2", "edited"]
+    chosen = select(wide_runs(records), OmegaConf.create({"kind": "best_mean", "by": "sc"}), "sc")
+    assert (chosen["selected"], chosen["n_seeds"]) == ("", 2)
+
+
 def test_best_mean_averages_a_points_seeds_wherever_they_ran():
     """A grid point's seeds fitted on CPU and on CUDA (or at two thread counts) are one point:
     its mean is over both (u=1: 0.5, so u=2's 0.6 wins), not one group per machine (u=1 on the
@@ -254,6 +268,23 @@ def test_mean_std_does_not_average_runs_of_other_settings():
     assert select(wide_runs(frame(*placed)), MEAN_STD, "sc")["ours"] == pytest.approx(0.3)
 
 
+def test_a_hyperparameter_that_only_some_runs_name_makes_them_differ():
+    """A run with an option the cell's first run (by value order) lacks (``tol`` added by an
+    override, or an option added later) is another setting: mean_std says so, and best names the
+    option of the run it chose. Guards names taken from every run's params: the mutant that read
+    the names of the first run only averaged the three and named no grid point."""
+    records = frame(
+        run("zoo", "kmeans", 0, {"init": "random"}, {"sc": 0.3}),
+        run("zoo", "kmeans", 1, {"init": "random"}, {"sc": 0.4}),
+        run("zoo", "kmeans", 2, {"init": "random", "tol": 0.1}, {"sc": 0.9}),
+    )
+    runs = wide_runs(records)
+    assert select(runs, MEAN_STD, "sc") == {
+        "status": "mixed tol: give the column params, or move the other runs"
+    }
+    assert select(runs, OmegaConf.create({"kind": "best", "by": "sc"}), "sc")["selected"] == "tol=0.1"
+
+
 MEAN_STD = OmegaConf.create({"kind": "mean_std"})
 
 # Seven single restarts: (inertia, ARI); the protocol keeps the least inertia of 3 of them.
@@ -280,6 +311,15 @@ def test_best_of_is_the_exact_distribution_over_every_subset_of_restarts():
     inertias = [min(subset)[0] for subset in itertools.combinations(INERTIA_ARI, 3)]
     least = select(wide_runs(RESTARTS), protocol, "inertia", paper=2.0, better="min")
     assert least["reach"] == pytest.approx(np.mean(np.array(inertias) <= 2.0))
+
+
+def test_best_of_over_exactly_restarts_runs_keeps_the_best_of_them_all():
+    """With as many runs as restarts, the one subset is all of them: the kept run is the best,
+    without spread, and reaches the paper or not (0 or 1). Guards ``len(ranked) < restarts``: the
+    mutant ``<=`` called the cell '7 runs, fewer than restarts=7'."""
+    protocol = OmegaConf.create({"kind": "best_of", "restarts": 7, "by": "inertia", "mode": "min"})
+    chosen = select(wide_runs(RESTARTS), protocol, "ari", paper=0.9)
+    assert chosen == {"ours": 1.0, "ours_std": 0.0, "reach": 1.0, "n_seeds": 7}
 
 
 def test_best_of_cells_say_when_there_are_too_few_runs_and_print_the_chance():
@@ -350,6 +390,17 @@ def test_relative_gain_is_clams_formula():
     assert relative_gain(0.412, 0.374) == pytest.approx(10.16, abs=0.01)  # CLAM Table 1, Zoo: ▲10%
     assert relative_gain(0.331, 0.381) == pytest.approx(-13.12, abs=0.01)  # Ecoli, spectral: ▼13%
     assert math.isnan(relative_gain(0.4, math.nan))
+
+
+def test_a_column_equal_to_the_reference_prints_no_loss():
+    """Equal unrounded values (two methods that found one partition) are a gain of 0: ▲0%, while
+    a loss under half a percent keeps its ▼0%. Guards ``gain >= 0``: the mutant ``> 0`` printed a
+    tie as a loss, ▼0%."""
+    table = spec(rows={"zoo": "Zoo"})
+    for kmeans, printed in ((0.412, "**0.412** ▲0%"), (0.4128, "**0.413** ▼0%")):
+        records = frame(run("zoo", "kmeans", 0, {}, {"sc": kmeans}), run("zoo", "clam", 0, {}, {"sc": 0.412}))
+        shown = render(table, compute_cells(table, wide_runs(records)), latex=False).iloc[0]
+        assert shown["k-means (ours)"] == printed
 
 
 def test_win_loss_compares_printed_values_and_ignores_ties():
@@ -1125,6 +1176,24 @@ def test_not_run_rows_say_so_until_they_have_runs_and_must_be_rows():
         check_spec(spec(not_run={"iris": "x"}))
 
 
+def test_a_row_listed_as_not_run_or_unavailable_that_has_runs_keeps_their_status_and_point():
+    """Once a not_run (or unavailable) row has runs, its cells are theirs: status ok, the chosen
+    grid point and the † of a failed run, not the listed reason. Guards ``n_runs == 0`` in that
+    rule: the mutant put 'not run' and 'needs a GPU' over cells with values, and lost the †."""
+    records = frame(
+        run("ecoli", "kmeans", 0, {"init": "random"}, {"sc": 0.4}),
+        run("ecoli", "kmeans", 0, {"init": "k-means++"}, {"sc": 0.3}),
+        run("ecoli", "kmeans", 1, {"init": "random"}, {}, status="failed"),
+    )
+    for key in ("not_run", "unavailable"):
+        table = spec(**{key: {"ecoli": "needs a GPU"}})
+        cells = compute_cells(table, wide_runs(records))
+        kmeans = cells.set_index(["dataset", "column"]).loc[("ecoli", "kmeans")]
+        assert (kmeans["status"], kmeans["selected_params"], kmeans["ours"]) == ("ok", "init=random", 0.4)
+        shown = render(table, cells, latex=False).set_index("Dataset")
+        assert shown.loc["Ecoli", "k-means (ours)"] == "**0.400**†"
+
+
 def test_unavailable_rows_and_paper_only_columns_pass_the_spec_check(monkeypatch):
     # GCM has no dataset config; a column without a method shows the paper's values only.
     spec_changed(monkeypatch, "clam_table1", {"columns": {"paper_only": {"label": "Theirs"}}})
@@ -1256,3 +1325,39 @@ def test_one_fit_under_two_suites_is_its_latest_successful_record_with_the_lates
     runs = wide_runs(records)
     assert len(runs) == 1
     assert runs["status"].iloc[0] == "ok" and runs["sc"].iloc[0] == pytest.approx(0.2)
+
+
+def test_twins_fitted_elsewhere_keep_the_kept_records_values_and_fill_its_gaps_from_the_latest_twin():
+    """One point and seed fitted in three places: the latest record (CUDA, rescored without SC)
+    keeps its own NMI, and its SC is the latest twin's (two threads), not the oldest's. Guards the
+    fill ``update(..., overwrite=False)`` from ``last()``: the mutant ``overwrite=True`` put an
+    older twin's NMI over the kept one, ``first()`` took the oldest twin's SC."""
+    records = frame(
+        run("zoo", "kmeans", 0, {"device": "cpu", "n_threads": 1}, {"sc": 0.30, "nmi": 0.5}),
+        run("zoo", "kmeans", 0, {"device": "cpu", "n_threads": 2}, {"sc": 0.35, "nmi": 0.5}),
+        run("zoo", "kmeans", 0, {"device": "cuda", "n_threads": 2}, {"nmi": 0.6}),
+    )
+    records["timestamp"] = records["config_hash"].map(
+        dict(zip(records["config_hash"].unique(), "123", strict=True))
+    )
+    (kept,) = wide_runs(records).to_dict("records")
+    assert (json.loads(kept["params"])["device"], kept["sc"], kept["nmi"]) == ("cuda", 0.35, 0.6)
+
+
+def test_an_earlier_record_of_a_point_run_again_after_an_edit_lends_it_no_metric():
+    """A point fitted again after an edit of its dataset's config (same params, other config hash)
+    under a suite without SC: the earlier record is another configuration, so its SC is not the
+    kept run's, as a twin fitted elsewhere's would be. Guards the twins being those whose params
+    differ (where they ran): the mutant that took every earlier record gave the run SC 0.3."""
+    records = pd.concat(
+        [
+            frame(run("zoo", "kmeans", 0, {"init": "random"}, {"sc": 0.3, "nmi": 0.5})).assign(
+                config_hash="old"
+            ),
+            frame(run("zoo", "kmeans", 0, {"init": "random"}, {"nmi": 0.6})).assign(config_hash="edited"),
+        ],
+        ignore_index=True,
+    )
+    records["timestamp"] = records["config_hash"].map({"old": "1", "edited": "2"})
+    (kept,) = wide_runs(records).to_dict("records")
+    assert (kept["config_hash"], kept["nmi"]) == ("edited", 0.6) and math.isnan(kept["sc"])
