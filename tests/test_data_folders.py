@@ -267,6 +267,15 @@ def test_data_verify_of_a_dataset_held_nowhere_exits_1_naming_the_fix(home, caps
     assert "  zoo                  ok" in captured.out
 
 
+def test_data_verify_of_a_dataset_that_reads_a_users_own_file_says_where_it_is_checked(home, capsys):
+    """embeddings (npz_file) has a file, the user's, outside every data folder: "no file to check"
+    misled (a new-user scenario audit)."""
+    assert main(["data", "verify", "embeddings", "blobs"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert f"  {'embeddings':<20} reads its own .npz where it lies: checked when a run loads it" in out
+    assert any(line.startswith(f"  {'blobs':<20} no file to check (made by ") for line in out)
+
+
 def test_data_verify_checks_a_cached_copy_against_its_folders_manifest(home, capsys):
     folder = user_cache(home)
     save_zoo(folder, 0.0)

@@ -137,8 +137,11 @@ def verify_data(names: list[str] | None = None) -> int:
     files = {name: cached[name] for name in selected if name in cached}  # in the order asked
     if names:
         for name in selected:
-            if name not in files:  # a generator or scikit-learn: there is no file to check
+            if name not in files:  # a generator, scikit-learn or a user's own file: none in a folder
                 target = str(load_option("dataset", name).source._target_)
+                if target.endswith(".npz_file"):  # it does have a file, just not a data folder's copy
+                    print(f"  {name:<20} reads its own .npz where it lies: checked when a run loads it")
+                    continue
                 kind = "sklearn" if target.endswith(".sklearn_bundled") else f"made by {target}"
                 print(f"  {name:<20} no file to check ({kind})")
     read_from = {name: find_npz(file) for name, file in files.items()}
