@@ -28,9 +28,15 @@ EMPTY_KINDS = {
     ),
 }
 
-# Empty cells of ours whose runs did run: they ended without a value (``stopped``), or they
+# Empty cells of ours whose runs did run, shown with their status: (the status table's heading,
+# why, the cell's title before its status). They ended without a value (``stopped``), or they
 # finished under more than one setting that the cell's protocol would pool (``mixed``).
-COUNTED_KINDS = [*EMPTY_KINDS, "stopped", "mixed"]
+RUN_KINDS = {
+    "stopped": ("Stopped", "its runs stopped"),
+    "mixed": ("Mixed settings", "its runs differ in more than the seed, so they are not pooled"),
+}
+# Every kind of empty cell, in the status table's column order.
+COUNTED_KINDS = [*EMPTY_KINDS, *RUN_KINDS]
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clusterbench.report.gathering import gather
-from clusterbench.report.judging import COUNTED_KINDS, EMPTY_KINDS, TOLERANCE, Tally
+from clusterbench.report.judging import COUNTED_KINDS, EMPTY_KINDS, RUN_KINDS, TOLERANCE, Tally
 from clusterbench.report.papers import OTHER, Paper, status_share
 from clusterbench.report.sections import DOCS, Page, esc, paper_section
 from clusterbench.tables import FEWER_MARK, FEWER_NOTE, PARTIAL_MARK, PARTIAL_NOTE, SEEDS_MARK, SEEDS_NOTE
@@ -18,6 +18,7 @@ def report_html(results_dir: Path, profile: str, out: Path) -> str:
     gathered = gather(results_dir, profile)
     papers = [files.paper for files in gathered]
     empty_heads = "".join(f"<th>{label.capitalize()}</th>" for label, _ in EMPTY_KINDS.values())
+    run_heads = "".join(f"<th>{heading}</th>" for heading, _ in RUN_KINDS.values())
 
     sections, rows = [], []
     for files in gathered:
@@ -50,7 +51,7 @@ their difference; then the paper's figures and our benchmarks. Documentation:
 <thead><tr><th>Paper</th><th>Tables</th>
 <th>Cells within {TOLERANCE} of the paper (each once: {page.link(DOCS / "tables.md", "how")})</th>
 {empty_heads}
-<th>Stopped</th><th>Mixed settings</th><th>Docs</th></tr></thead>
+{run_heads}<th>Docs</th></tr></thead>
 <tbody>
 {"".join(rows)}</tbody>
 </table>
@@ -67,7 +68,8 @@ def status_row(
     )
     docs = page.link(DOCS / paper.docs, paper.docs) if paper.docs else ""
     if not (built or specs) and paper is not OTHER:
-        unimplemented = '<td colspan="8" class="unimplemented">not yet implemented</td>'
+        columns = 2 + len(COUNTED_KINDS) + 1  # tables, cells, each kind of empty cell, docs
+        unimplemented = f'<td colspan="{columns}" class="unimplemented">not yet implemented</td>'
         return f'<tr><th scope="row">{title}</th>{unimplemented}</tr>\n'
     within, cells = share if paper.counted else (tally.close, tally.compared)
     shown = f"{within} of {cells} ({within / cells:.0%})" if cells else "—"

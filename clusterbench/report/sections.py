@@ -18,6 +18,7 @@ from clusterbench.report.gathering import PaperFiles, natural, read_cells, read_
 from clusterbench.report.judging import (
     EMPTY_KINDS,
     RELATIVE_METRICS,
+    RUN_KINDS,
     Tally,
     cell_kind,
     delta_class,
@@ -183,13 +184,9 @@ def cell_html(spec, cell: pd.Series, column_spec, ours: str, paper: str, tally: 
     kind = cell_kind(cell, column_spec)
     if kind == "value":
         parts = [f'<td class="ours" {where}>{inline(ours)}</td>']
-    elif kind == "stopped":
-        status = esc(cell["status"])
-        parts = [f'<td class="ours stopped" {where} title="its runs stopped: {status}">{status}</td>']
-    elif kind == "mixed":
-        status = esc(cell["status"])
-        why = "its runs differ in more than the seed, so they are not pooled"
-        parts = [f'<td class="ours mixed" {where} title="{why}: {status}">{status}</td>']
+    elif kind in RUN_KINDS:
+        status, why = esc(cell["status"]), RUN_KINDS[kind][1]
+        parts = [f'<td class="ours {kind}" {where} title="{why}: {status}">{status}</td>']
     else:
         text, why = EMPTY_KINDS[kind]
         parts = [f'<td class="ours {kind}" {where} title="{esc(why)}">{text}</td>']
