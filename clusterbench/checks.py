@@ -75,7 +75,7 @@ def check_point(estimator, method_name: str, data: Dataset) -> None:
             sized(len(data.y))
         except HyperparameterError as exc:
             raise HyperparameterError(
-                f"method '{method_name}' on dataset '{data.name}': {first_line(exc)}"
+                f"method '{method_name}' on dataset '{data.name}': {first_line(exc)}", exc.parameter
             ) from None
 
 

@@ -14,7 +14,12 @@ class UserError(Exception):
 
 
 class HyperparameterError(UserError, ValueError):
-    """An invalid hyperparameter value; the message names the parameter and the allowed range."""
+    """An invalid hyperparameter value; the message names the parameter and the allowed range.
+    ``parameter``, where given, lets the runner add where a run sets it (its override)."""
+
+    def __init__(self, message: str, parameter: str | None = None):
+        super().__init__(message)
+        self.parameter = parameter
 
 
 def is_invalid_parameter(exc: BaseException) -> bool:

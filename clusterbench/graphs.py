@@ -89,7 +89,8 @@ def check_n_neighbors(n_neighbors, n_points: int, who: str = "the kNN graph") ->
     if n_neighbors >= n_points:
         raise HyperparameterError(
             f"{who} n_neighbors must be below the number of points ({n_points}), got {n_neighbors}: "
-            "lower n_neighbors"
+            "lower n_neighbors",
+            parameter="n_neighbors",
         )
 
 

@@ -30,7 +30,7 @@ from clusterbench.checks import (
     metric_options,
 )
 from clusterbench.data import Dataset, load_dataset
-from clusterbench.errors import UserError, first_line
+from clusterbench.errors import HyperparameterError, UserError, first_line
 from clusterbench.fitting import (
     PointResult,
     fit_and_score,
@@ -256,6 +256,17 @@ class Job:
     def estimator(self, params: dict):
         return build_estimator(self.method, params, self.data, self.cfg.seed, self.cfg.device, self.threads)
 
+    def setting(self, parameter: str, params: dict) -> str:
+        """The override that sets ``parameter`` at grid point ``params``: what wins wins (the
+        grid, then the experiment's per-dataset value, then the method's)."""
+        name = self.method.name
+        if parameter in params:
+            return f"grids.{name}.{parameter}=[...]"
+        tuned = f"method_overrides.{name}.{self.data.name}.{parameter}"
+        if OmegaConf.select(self.cfg, tuned) is not None:
+            return f"{tuned}=..."
+        return f"method.{parameter}=..."
+
     def point(self, estimator) -> tuple[dict, dict]:
         """(all the estimator's hyperparameters, the method point its record is named by)."""
         hyper = estimator_params(estimator)
@@ -310,7 +321,12 @@ def checked_grid(job: Job) -> list[dict]:
     attributes (spectral's n x n affinity matrix), until the job ends."""
     grid = method_grid(job.cfg)
     for params in grid:
-        check_point(job.estimator(params), job.method.name, job.data)
+        try:
+            check_point(job.estimator(params), job.method.name, job.data)
+        except HyperparameterError as exc:
+            if exc.parameter is None:
+                raise
+            raise HyperparameterError(f"{exc} ({job.setting(exc.parameter, params)})") from None
     return grid
 
 

@@ -894,7 +894,7 @@ def test_a_sweep_refuses_a_knn_graph_larger_than_a_dataset_before_its_first_fit(
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().endswith(
         "method 'spectral_knn' on dataset 'iris': SpectralKNN n_neighbors must be below the number of "
-        "points (150), got 150: lower n_neighbors"
+        "points (150), got 150: lower n_neighbors (method.n_neighbors=...)"
     )
     assert not (tmp_path / "runs").exists()  # kmeans, the sweep's first job, was not fitted either
 

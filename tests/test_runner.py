@@ -1046,3 +1046,28 @@ def test_n_clusters_may_equal_the_number_of_points_but_not_exceed_it():
     check_n_clusters(SimpleNamespace(n_clusters=2), data)
     with pytest.raises(HyperparameterError, match=r"between 2 and the number of points \(4\)"):
         check_n_clusters(SimpleNamespace(n_clusters=5), data)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "setting"),
+    [
+        ((), "method.n_neighbors=..."),
+        (
+            ("+method_overrides.spectral_knn.iris.n_neighbors=150",),
+            "method_overrides.spectral_knn.iris.n_neighbors=...",
+        ),
+        (
+            (
+                "+method_overrides.spectral_knn.iris.n_neighbors=5",
+                "+grids.spectral_knn.n_neighbors=[10,150]",
+            ),
+            "grids.spectral_knn.n_neighbors=[...]",
+        ),
+    ],
+)
+def test_a_knn_graph_larger_than_the_data_names_the_override_that_sets_it(tmp_path, overrides, setting):
+    # What wins names the fix: the grid's value over the experiment's per-dataset one over the method's.
+    cfg = compose_config(tmp_path, "method=spectral_knn", "dataset=iris", *overrides)
+    with pytest.raises(HyperparameterError) as raised:
+        runner.checked_grid(runner.prepare_job(cfg, "adhoc"))
+    assert str(raised.value).endswith(f"got 150: lower n_neighbors ({setting})")
