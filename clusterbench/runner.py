@@ -418,7 +418,10 @@ def _fit_and_record(job: Job, estimator, params: dict, point: dict, entry: Entry
     return outcome
 
 
+# The run line shows these four to four decimals, then what else the suite scores (its paper's
+# own, a user's new metric) to four significant digits, but not what every suite holds beside them.
 SUMMARY_METRICS = ("sc", "nmi", "ari", "acc")
+ROUTINE_METRICS = ("purity", "inertia", "n_found")
 
 
 def method_label(method: DictConfig) -> str:
@@ -430,7 +433,8 @@ def method_label(method: DictConfig) -> str:
 def summary_line(
     dataset: str, method: str, seed: int, outcome: PointResult, given: Sequence[str] = ()
 ) -> str:
-    """``zoo  kmeans  seed=0  init=k-means++ | SC 0.374  NMI 0.833 ... | fit 2.31 s``: the
+    """``zoo  kmeans  seed=0  init=k-means++ | SC 0.374  NMI 0.833 ... | fit 2.31 s``: the scores
+    of :data:`SUMMARY_METRICS` and of the suite's others but :data:`ROUTINE_METRICS`; the
     hyperparameters shown are the grid point's and those named in ``given`` (set on the command
     line), each with the value fitted (an experiment's tuned value wins over the command line's)."""
     fitted = outcome.hyperparameters
@@ -444,8 +448,14 @@ def summary_line(
         )
         earlier = f" (recorded earlier; {again} or force=true runs it again)" if outcome.earlier else ""
         return f"{head} | {outcome.status.upper()}: {outcome.error}{earlier}"
+    scores = outcome.scores
     shown = "  ".join(
-        f"{name.upper()} {value:.4f}" for name, value in outcome.scores.items() if name in SUMMARY_METRICS
+        [f"{name.upper()} {scores[name]:.4f}" for name in SUMMARY_METRICS if name in scores]
+        + [
+            f"{name.upper()} {value:.4g}"
+            for name, value in scores.items()
+            if name not in SUMMARY_METRICS + ROUTINE_METRICS
+        ]
     )
     tail = {"cached": " (cached)", "rescored": " (rescored from its stored labels)"}.get(outcome.status, "")
     if outcome.warnings:

@@ -523,6 +523,22 @@ def test_summary_line_shows_scores_fit_time_and_cache_state():
     assert summary_line("zoo", "kmeans", 0, failed) == "zoo  kmeans  seed=0 | FAILED: RuntimeError: boom"
 
 
+def test_summary_line_shows_a_suites_own_metrics_after_the_four():
+    # PRCut's ratio cut and a user's new metric are shown; what every suite holds beside the four is not.
+    scores = {
+        "acc": 0.5,
+        "ratio_cut": 142.345,
+        "purity": 0.6,
+        "n_found": 10.0,
+        "nmi": 0.25,
+        "mine": -1234567.0,
+    }
+    line = summary_line("mnist", "prcut", 0, PointResult({}, "ok", scores=scores, fit_seconds=1.0))
+    assert (
+        line == "mnist  prcut  seed=0 | NMI 0.2500  ACC 0.5000  RATIO_CUT 142.3  MINE -1.235e+06 | fit 1.00 s"
+    )
+
+
 class Sleeper(KMeansLike):
     """Takes 5 s to fit."""
 
