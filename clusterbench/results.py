@@ -203,6 +203,16 @@ def held_by(profiles: list[str]) -> str:
     return f"profiles {', '.join(profiles[:-1])} and {profiles[-1]} hold"
 
 
+def no_records_error(results_dir: Path, profile: str, experiments: list[str], fix: str) -> UserError:
+    """What a command that found no records of ``experiments`` under ``profile`` says: the other
+    profiles that hold some where there are (the likeliest slip: a ``profile=smoke`` run read as the
+    paper's), else ``fix``."""
+    others = profiles_holding(Path(results_dir), experiments, besides=profile)
+    remedy = f"{held_by(others)} some (--profile {others[0]})" if others else fix
+    folder = records_folder(results_dir, profile)
+    return UserError(f"no records of {', '.join(experiments)} under {folder}; {remedy}")
+
+
 def record_path(
     results_dir: Path, profile: str, experiment: str, dataset: str, method: str, key: str
 ) -> Path:

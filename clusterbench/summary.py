@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import held_by, load_records, profiles_holding, records_folder
+from clusterbench.results import load_records, no_records_error
 from clusterbench.runs import PLACE, params_without, wide_runs
 
 # The metrics a summary shows unless told otherwise, in this order (those the records hold): the
@@ -157,18 +157,14 @@ def load_summary(
     error when there are none, or when ``metrics`` names one no successful run holds."""
     records = load_records(results_dir, profile, experiments)
     if records.empty:
-        folder = records_folder(results_dir, profile)
         where = "" if Path(results_dir) == Path("results") else f" results_dir={results_dir}"
-        others = profiles_holding(Path(results_dir), experiments, besides=profile)
-        if others:  # the likeliest slip: records of a run with profile=smoke, read as paper's
-            raise UserError(
-                f"no records of {', '.join(experiments)} under {folder}; "
-                f"{held_by(others)} some (--profile {others[0]})"
-            )
-        raise UserError(
-            f"no records of {', '.join(experiments)} under {folder}; make some with `clusterbench run -m "
-            f"method=kmeans dataset=zoo seed=0,1,2 profile={profile}{where}` (experiment adhoc), or name "
-            "the experiments, folder and profile that hold them (--results-dir, --profile)"
+        raise no_records_error(
+            results_dir,
+            profile,
+            experiments,
+            f"make some with `clusterbench run -m method=kmeans dataset=zoo seed=0,1,2 profile={profile}"
+            f"{where}` (experiment adhoc), or name the experiments, folder and profile that hold them "
+            "(--results-dir, --profile)",
         )
     held = set(records.loc[records["status"] == "ok", "metric"])
     if metrics is not None and held:

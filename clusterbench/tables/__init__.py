@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import atomic_write_text, held_by, load_records, profiles_holding, records_folder
+from clusterbench.results import atomic_write_text, load_records, no_records_error
 from clusterbench.runs import wide_runs
 from clusterbench.tables.cells import agreement_cell, compute_cells
 from clusterbench.tables.protocols import best_of_weights, select
@@ -119,18 +119,14 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
     if records.empty:
         if skip_empty:
             return None
-        folder = records_folder(results_dir, profile)
-        others = profiles_holding(Path(results_dir), list(spec.experiments), besides=profile)
-        if others:  # the likeliest slip, as `clusterbench summary` says: a profile=smoke run read as paper's
-            raise UserError(
-                f"table {name}: no records of {', '.join(spec.experiments)} under {folder}; "
-                f"{held_by(others)} some (--profile {others[0]})"
-            )
-        raise UserError(
-            f"table {name}: no records of {', '.join(spec.experiments)} under {folder}; "
+        missing = no_records_error(
+            results_dir,
+            profile,
+            list(spec.experiments),
             f"run them first ({run_command(spec.experiments[0], profile, results_dir)}) "
-            "or name the folder and profile that hold them (--results-dir, --profile)"
+            "or name the folder and profile that hold them (--results-dir, --profile)",
         )
+        raise UserError(f"table {name}: {missing}")
     _check_against_records(spec, records)
     return write_table(spec, records, Path(results_dir) / "tables" / profile, profile, results_dir)
 
