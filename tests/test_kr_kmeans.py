@@ -58,14 +58,12 @@ def test_closed_form_update_is_the_exact_minimiser(aggregator, which, memory_eff
     labels = rng.permutation(np.arange(60) % 6)
     sets = [rng.normal(size=(3, 3)), rng.normal(size=(2, 3))]
     generator = [torch.Generator().manual_seed(0)]
-    active = torch.ones(1, dtype=torch.bool)
     updated = update_protocentroids(
         torch.as_tensor(points),
         torch.as_tensor(labels)[None],
         [torch.as_tensor(s)[None] for s in sets],
         aggregator,
         generator,
-        active,
         memory_efficient,
     )
     closed = [t[0].numpy() for t in updated]
@@ -157,6 +155,81 @@ def test_batched_restarts_equal_the_same_restarts_one_at_a_time(aggregator):
     kept = singles[int(np.argmin([s.inertia_ for s in singles]))]
     np.testing.assert_array_equal(batched.labels_, kept.labels_)
     assert batched.n_iter_ == kept.n_iter_
+
+
+@pytest.mark.parametrize("aggregator", AGGREGATORS)
+def test_a_zero_tolerance_runs_every_iteration_after_the_centroids_stop_moving(aggregator):
+    # Every point on its centroid, small integers throughout: started at the planted sets, each
+    # update gives them back exactly, a movement of exactly 0. tol=0 must still run max_iter (the
+    # benchmarks' caps rely on it); any positive tol stops after the first iteration.
+    rng = np.random.default_rng(12)
+    sets = [rng.integers(1, 5, size=(h, 3)) * rng.choice([-1, 1], size=(h, 3)) for h in (2, 3)]
+    centroids = aggregate([torch.as_tensor(t) for t in sets], aggregator).numpy()
+    X = np.repeat(centroids, 10, axis=0).astype(np.float64)
+    settings = dict(h=[2, 3], aggregator=aggregator, init=sets, max_iter=15, device="cpu")
+    assert KhatriRaoKMeans(**settings, tol=0.0).fit(X).n_iter_ == 15
+    assert KhatriRaoKMeans(**settings, tol=1e-12).fit(X).n_iter_ == 1
+
+
+def test_the_inertia_history_ends_with_the_final_assignments_inertia():
+    # one inertia per assignment: the initial one, one after each of the n_iter_ updates
+    X = np.random.default_rng(2).normal(size=(300, 5))
+    model = KhatriRaoKMeans(n_clusters=12, n_init=1, max_iter=3, tol=0.0, random_state=0, device="cpu").fit(X)
+    assert model.n_iter_ == 3 and len(model.inertia_history_) == 4
+    assert model.inertia_history_[-1] == model.inertia_
+    assert model.inertia_history_[-2] > model.inertia_  # still improving: the last step counts
+
+
+def test_a_reseeding_restart_keeps_drawing_from_its_own_generator_after_another_converges():
+    # Restart 0 starts at the planted sets and leaves the batch after 2 iterations; restart 1 has
+    # a far protocentroid that stays empty (the Stickfigures failure) and is reseeded at each of
+    # its iterations: its draws, and so its final protocentroid, are those of its own seed alone.
+    rng = np.random.default_rng(3)
+    upper, lower = rng.normal(size=(3, 5)), 10.0 + rng.normal(size=(3, 5))
+    y = np.repeat(np.arange(9), 30)
+    points = torch.as_tensor(upper[y // 3] + lower[y % 3] + 0.05 * rng.standard_normal((len(y), 5)))
+    converging = [torch.as_tensor(upper), torch.as_tensor(lower)]
+    stuck = [torch.as_tensor(np.vstack([upper[:2], np.full((1, 5), 50.0)])), torch.as_tensor(lower)]
+    model = KhatriRaoKMeans(n_clusters=9, max_iter=8)
+    model.sizes_, model.n_centroids_ = (3, 3), 9
+
+    def run(starts, seeds):
+        start = [torch.stack([sets[m] for sets in starts]) for m in range(2)]
+        return model._lloyd(points, start, [torch.Generator().manual_seed(s) for s in seeds])
+
+    batched = run([converging, stuck], [5, 6])
+    alone = run([stuck], [6])
+    assert batched.n_iter.tolist() == [2, 8]
+    torch.testing.assert_close(batched.protocentroids[0][1], alone.protocentroids[0][0], rtol=0, atol=0)
+
+
+def test_predict_with_a_prime_k_never_names_an_unused_index_tuple():
+    # k = 7 uses the first 7 of the (2, 4) tuples; the 8th tuple's own centroid must be predicted
+    # as one of the 7, as fit labels it.
+    X = np.random.default_rng(7).normal(size=(90, 3))
+    model = KhatriRaoKMeans(n_clusters=7, n_init=3, random_state=0, device="cpu").fit(X)
+    every = aggregate([torch.as_tensor(t) for t in model.protocentroids_], "sum").numpy()
+    assert len(every) == 8
+    predicted = model.predict(every)
+    np.testing.assert_array_equal(predicted[:7], np.arange(7))
+    assert predicted[7] < 7
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_the_memory_efficient_product_fit_builds_neither_all_centroids_nor_per_cluster_sums(monkeypatch):
+    # The mode's promise, O((n + Σh)·d) memory: no (k, d) centroid array and no per-cluster sums.
+    # The time-efficient mode builds both, so replacing them with failures shows which path ran.
+    def refuse(*args, **kwargs):
+        raise AssertionError("materialised")
+
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.aggregate", refuse)
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans._cluster_sums", refuse)
+    X = np.random.default_rng(4).normal(size=(100, 4))
+    settings = dict(n_clusters=6, aggregator="product", n_init=2, max_iter=5, random_state=0, device="cpu")
+    lean = KhatriRaoKMeans(**settings, memory_efficient=True).fit(X)
+    assert lean.n_iter_ >= 1 and np.isfinite(lean.inertia_)
+    with pytest.raises(AssertionError, match="materialised"):
+        KhatriRaoKMeans(**settings).fit(X)
 
 
 def test_same_seed_same_labels_and_restarts_differ():
@@ -353,6 +426,47 @@ def test_first_min_is_the_minimum_and_its_first_index(dtype, size):
         torch.testing.assert_close(index, first, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("sizes", [(3, 4), (2, 2, 3)])
+def test_the_memory_efficient_blocks_keep_the_first_of_tied_centroids(sizes, monkeypatch):
+    # One run of the last set per block: a duplicated first-set protocentroid makes the centroids
+    # (0, …) and (1, …) tie exactly (integer data, mean 0) in different blocks; the earlier wins.
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.BLOCK_CENTROIDS", sizes[-1])
+    rng = np.random.default_rng(8)
+    half = rng.integers(-3, 4, size=(150, 3))
+    points = np.concatenate([half, -half])
+    sets = [rng.integers(-2, 3, size=(h, 3)) for h in sizes]
+    sets[0][1] = sets[0][0]
+    centroids = aggregate([torch.as_tensor(t) for t in sets], "product").numpy()
+    exact = ((points[:, None] - centroids[None]) ** 2).sum(-1)
+    first = exact.argmin(1)
+    assert (first < len(centroids) // sizes[0]).sum() >= 20  # nearest (0, …): tied with (1, …)
+    as_torch = torch.as_tensor(points, dtype=torch.float64)
+    protocentroids = [torch.as_tensor(t, dtype=torch.float64)[None] for t in sets]
+    labels, distances = assign_explicit(
+        as_torch, centred_norms(as_torch), protocentroids, "product", len(centroids), memory_efficient=True
+    )
+    np.testing.assert_array_equal(labels[0].numpy(), first)
+    np.testing.assert_array_equal(distances[0].numpy(), exact.min(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("factored", [False, True])
+def test_a_point_on_a_centroid_is_at_distance_zero_not_below(dtype, factored):
+    # ‖x − m‖² plus the rest rounds a little below 0 for a point on a centroid (−2e-5 in float32,
+    # −7e-15 in float64 on these sets): a squared distance is clamped at 0.
+    rng = torch.Generator().manual_seed(0)
+    sets = [(3 * torch.randn(1, h, 5, generator=rng, dtype=torch.float64) + 7).to(dtype) for h in (3, 4)]
+    points = aggregate(sets, "sum")[0]
+    frame = centred_norms(points)
+    if factored:
+        labels, distances = assign_without_centroids(points, frame, sets, 12)
+    else:
+        labels, distances = assign_explicit(points, frame, sets, "sum", 12)
+    assert labels[0].tolist() == list(range(12))
+    assert float(distances.min()) >= 0.0
+    torch.testing.assert_close(distances, torch.zeros_like(distances), rtol=0, atol=1e-3)
+
+
 @pytest.mark.parametrize("sizes", [(3, 4), (2, 3, 4)])
 @pytest.mark.parametrize("memory_efficient", [False, True])
 def test_the_sum_update_solves_each_set_given_the_latest_others(sizes, memory_efficient):
@@ -416,6 +530,33 @@ def test_kmeans_plus_plus_seeding_reproduces_the_sampled_points(aggregator, scal
     assert np.isfinite(zeros.fit(np.zeros((12, 3))).cluster_centers_).all()  # no 0/0
 
 
+def test_kmeans_plus_plus_draws_each_centroid_far_from_all_the_points_drawn_before():
+    # Three tight clumps at the corners of an equilateral triangle, three vectors in set 1: the D²
+    # weights, updated after every draw, put one sampled point in each clump (a weighting by the
+    # distance to the anchor alone would draw the same far clump twice half the time).
+    rng = np.random.default_rng(10)
+    corners = np.array([[0.0, 0.0], [10.0, 0.0], [5.0, 5.0 * np.sqrt(3)]])
+    X = np.repeat(corners, 20, axis=0) + 1e-3 * rng.standard_normal((60, 2))
+    model = KhatriRaoKMeans(h=[3, 1], aggregator="sum", init="k-means++")
+    model.sizes_ = (3, 1)
+    for seed in range(20):
+        sets = model._kmeans_plusplus(torch.as_tensor(X), torch.Generator().manual_seed(seed))
+        clumps = np.linalg.norm(sets[0].numpy()[:, None] - corners[None], axis=-1).argmin(1)
+        assert sorted(clumps) == [0, 1, 2], seed
+
+
+def test_product_kmeans_plus_plus_divides_a_zero_anchor_coordinate_by_the_floor_not_by_zero():
+    # A coordinate that is 0 in every point is 0 in the anchor x₀: set 2's protocentroids x ⊘ x₀
+    # take the floored divisor there (0 / floor = 0), never 0 / 0.
+    X, _, _ = planted("product")
+    X[:, 1] = 0.0
+    model = KhatriRaoKMeans(h=[2, 3], aggregator="product", init="k-means++")
+    model.sizes_ = (2, 3)
+    sets = model._kmeans_plusplus(torch.as_tensor(X), torch.Generator().manual_seed(0))
+    assert all(torch.isfinite(theta).all() for theta in sets)
+    np.testing.assert_array_equal(sets[1][1:, 1].numpy(), 0.0)
+
+
 @pytest.mark.parametrize("reseed", ["point", "centred"])
 def test_an_empty_protocentroid_is_reseeded_from_a_drawn_point(reseed):
     # Two restarts with different protocentroids, each with one unused: θ¹_1 in restart 0, θ¹_2 in
@@ -427,12 +568,27 @@ def test_an_empty_protocentroid_is_reseeded_from_a_drawn_point(reseed):
     apart = np.array([0.0, 20.0])[:, None, None]  # restart 1's protocentroids far from restart 0's
     sets = [torch.as_tensor(rng.normal(size=(2, h, 3)) + apart) for h in (3, 2)]
     generators = [torch.Generator().manual_seed(5), torch.Generator().manual_seed(6)]
-    active = torch.ones(2, dtype=torch.bool)
-    updated = update_protocentroids(points, labels, sets, "sum", generators, active, reseed=reseed)
+    updated = update_protocentroids(points, labels, sets, "sum", generators, reseed=reseed)
     for r, (seed, empty) in enumerate([(5, 1), (6, 2)]):
         x = points[torch.randint(30, (1,), generator=torch.Generator().manual_seed(seed))[0]]
         reseeded = updated[0][r, empty]
         torch.testing.assert_close(reseeded if reseed == "point" else reseeded + sets[1][r].mean(0), x)
+
+
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_a_product_coordinate_whose_other_factors_are_all_zero_keeps_its_value(memory_efficient):
+    # θ² is 0 in coordinate 0, so θ¹'s coordinate 0 leaves the objective constant: its update
+    # (Σ x·y / Σ y·y = 0/0) keeps the old value, while its other coordinates are solved.
+    rng = np.random.default_rng(9)
+    points = torch.as_tensor(rng.normal(size=(60, 3)))
+    labels = torch.as_tensor(rng.permutation(np.arange(60) % 6))[None]
+    first, second = rng.normal(size=(3, 3)) + 5.0, rng.normal(size=(2, 3))
+    second[:, 0] = 0.0
+    sets = [torch.as_tensor(first)[None], torch.as_tensor(second)[None]]
+    generators = [torch.Generator().manual_seed(0)]
+    updated = update_protocentroids(points, labels, sets, "product", generators, memory_efficient)
+    np.testing.assert_array_equal(updated[0][0, :, 0].numpy(), first[:, 0])
+    assert not np.allclose(updated[0][0, :, 1:].numpy(), first[:, 1:])
 
 
 @pytest.mark.parametrize("reseed, stuck", [("point", True), ("centred", False)])

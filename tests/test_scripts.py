@@ -19,10 +19,11 @@ from clusterbench.catalog import dataset_spec
 from clusterbench.data import load_dataset
 from clusterbench.errors import UserError
 from clusterbench.figures import save_figure
-from clusterbench.methods import SpectralKNN
+from clusterbench.methods import KhatriRaoKMeans, SpectralKNN
 from clusterbench.metrics import acc
 from clusterbench.results import UMASK
 from clusterbench.scripting import output_folder, positive_int
+from clusterbench.timing import interleaved_seconds_per_iteration
 from tests.helpers import REPO, cli_env, load_script, require_cached, script
 
 
@@ -148,6 +149,43 @@ def test_the_clam_benchmark_replaces_only_the_part_it_ran(tmp_path):
     path.write_text("")
     with pytest.raises(UserError, match="is not a benchmark CSV"):
         bench.earlier_rows(path)
+
+
+def test_the_kr_benchmarks_scikit_learn_fit_reports_where_it_stopped_so_the_timing_rejects_it():
+    # tol=0: scikit-learn stops only at an iteration that changes no label, 27 here (a centre-shift
+    # tolerance of 1e-4 stops at 17); the fit returns that count, not its cap, so a stop inside the
+    # timed window fails the benchmark instead of making its iterations look cheaper.
+    bench = load_script("bench_kr")
+    X = np.random.default_rng(0).uniform(size=(1000, 2))
+    fit = bench.lloyd(X, X[:10])
+    assert fit(100) == 27
+    with pytest.raises(RuntimeError, match="kmeans stopped after 27 of 100 iterations"):
+        interleaved_seconds_per_iteration({"kmeans": fit}, low=1, high=100, repeats=1)
+
+
+@pytest.mark.parametrize("memory_efficient", [False, True])
+def test_the_kr_benchmarks_khatri_rao_fits_run_their_cap_after_converging(memory_efficient):
+    # Started at the planted protocentroids the fit converges at once (the default tol stops it
+    # after 2 iterations); the benchmark's fits take tol=0 and run every capped iteration.
+    bench = load_script("bench_kr")
+    rng = np.random.default_rng(1)
+    sets = [rng.normal(scale=3.0, size=(h, 4)) for h in (2, 3)]
+    y = np.repeat(np.arange(6), 20)
+    X = sets[0][y // 3] + sets[1][y % 3] + 0.05 * rng.standard_normal((len(y), 4))
+    assert KhatriRaoKMeans(h=[2, 3], init=sets, device="cpu").fit(X).n_iter_ == 2
+    assert bench.khatri_rao(X, (2, 3), "sum", memory_efficient, sets)(30) == 30
+
+
+# scikit-learn warns when its fit ends with fewer than 400 distinct clusters: not this test's concern
+@pytest.mark.filterwarnings("ignore:Number of distinct clusters")
+def test_the_kr_benchmarks_quick_run_has_no_fit_stop_before_its_caps():
+    # The --quick group (n = 4000, d = 100, k = 400): scikit-learn finds no label change at its 4th
+    # iteration here (at its 5th on the full benchmark's data), so HIGH can be no higher.
+    bench = load_script("bench_kr")
+    fits = bench.group_fits(4000, 100, 20, "float64")
+    for name in ("kmeans_sklearn_h1h2", "kr_kmeans_sum_time_efficient"):
+        assert [fits[name](cap) for cap in (bench.LOW, bench.HIGH)] == [bench.LOW, bench.HIGH], name
+    assert bench.LOW < bench.HIGH <= fits["kmeans_sklearn_h1h2"](50)
 
 
 @pytest.mark.parametrize(

@@ -522,7 +522,6 @@ class KhatriRaoKMeans(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
                 current,
                 self.aggregator,
                 [generators[r] for r in running.tolist()],
-                torch.ones(len(running), dtype=torch.bool, device=points.device),
                 self.memory_efficient,
                 self.reseed,
             )
@@ -759,15 +758,15 @@ def _prefixes(sets, first: int, stop: int, aggregator) -> torch.Tensor | None:
 
 
 def update_protocentroids(
-    points, labels, protocentroids, aggregator, generators, active, memory_efficient=False, reseed="point"
+    points, labels, protocentroids, aggregator, generators, memory_efficient=False, reseed="point"
 ) -> list[torch.Tensor]:
     """Proposition 6.1 for each set in turn, given the other sets' latest values (Algorithm 1, l. 16–19).
 
     Sum: θˡ_j = mean of (x − Σ_(m≠l) θᵐ_jm) over the points whose l-th index is j.
     Product: θˡ_j = Σ x ⊙ y / Σ y ⊙ y coordinatewise, y = ⊙_(m≠l) θᵐ_jm.
     ``points`` (n, d), ``labels`` (R, n) flat centroid indices, ``protocentroids`` p tensors
-    (R, h_l, d); an empty protocentroid of an ``active`` restart is reseeded from a data point drawn
-    with that restart's generator, as ``reseed`` says (:class:`KhatriRaoKMeans`).
+    (R, h_l, d), of the restarts still running; an empty protocentroid is reseeded from a data point
+    drawn with its restart's generator, as ``reseed`` says (:class:`KhatriRaoKMeans`).
 
     Sum: :func:`_update_sum` (per-set sums of the points and counts of index pairs: no per-cluster
     array, O(p·n·d + Σ h_l·h_m·d) work, in either mode). Product: the sums over points depend on
@@ -776,7 +775,7 @@ def update_protocentroids(
     the points instead, in chunks, set by set: O(n·d) work per set but no per-cluster array.
     """
     if aggregator == "sum":
-        return _update_sum(points, labels, protocentroids, generators, active, reseed)
+        return _update_sum(points, labels, protocentroids, generators, reseed)
     sizes = [theta.shape[1] for theta in protocentroids]
     current = list(protocentroids)
     if memory_efficient:
@@ -792,11 +791,11 @@ def update_protocentroids(
                 cluster_sums, cluster_counts, current, set_index
             )
         new = torch.where(denominator > 0, numerator / denominator.clamp_min(tiny), current[set_index])
-        current[set_index] = _reseed_empty(new, counts, points, generators, active)
+        current[set_index] = _reseed_empty(new, counts, points, generators)
     return current
 
 
-def _update_sum(points, labels, protocentroids, generators, active, reseed) -> list[torch.Tensor]:
+def _update_sum(points, labels, protocentroids, generators, reseed) -> list[torch.Tensor]:
     """Proposition 6.1 for the sum, set after set, with no centroid and no per-cluster array.
 
     Over the points whose l-th index is j, Σ (x − Σ_(m≠l) θᵐ_(j_m)) = S_l[j] − Σ_(m≠l) (N_lm θᵐ)[j]:
@@ -828,7 +827,7 @@ def _update_sum(points, labels, protocentroids, generators, active, reseed) -> l
                 numerator = numerator - torch.bmm(pairs[a, b], current[b])
         new = numerator / counts[a].clamp_min(1)[..., None]
         others = [theta for b, theta in enumerate(current) if b != a] if reseed == "centred" else []
-        current[a] = _reseed_empty(new, counts[a], points, generators, active, others)
+        current[a] = _reseed_empty(new, counts[a], points, generators, others)
     return current
 
 
@@ -901,11 +900,11 @@ def _others(current, indices, set_index, rows: slice) -> torch.Tensor | None:
     return combined
 
 
-def _reseed_empty(new, counts, points, generators, active, others=()) -> torch.Tensor:
-    """An active restart's protocentroid with no points becomes a random data point x, or, given
+def _reseed_empty(new, counts, points, generators, others=()) -> torch.Tensor:
+    """A protocentroid with no points becomes a random data point x, or, given
     the ``others`` sets (R, h_m, d) of ``reseed="centred"`` (sum), x − Σ_m mean_j θᵐ_j of its
     restart, so that the mean of its centroids is x."""
-    empty = (counts == 0) & active[:, None]
+    empty = counts == 0
     if not empty.any():
         return new
     # Only when a protocentroid is empty: most iterations of most fits have none.

@@ -144,11 +144,10 @@ class KhatriRaoNaive(KhatriRaoCentroids, ClusterMixin, BaseEstimator):
             for size in self.sizes_
         ]
         own_tuple = torch.arange(len(centroids), device=centroids.device)[None]
-        active = torch.ones(1, dtype=torch.bool, device=centroids.device)
         self.als_iter_ = 0
         for _ in range(self.als_max_iter):
             protocentroids = update_protocentroids(
-                centroids, own_tuple, protocentroids, self.aggregator, [generator], active
+                centroids, own_tuple, protocentroids, self.aggregator, [generator]
             )
             self.als_iter_ += 1
             error = ((aggregate(protocentroids, self.aggregator)[0, : len(centroids)] - centroids) ** 2).sum()
