@@ -23,9 +23,11 @@ from clusterbench.results import (
     config_hash,
     finished_record,
     journal_folder,
+    labels_path,
     load_records,
     read_labels,
     read_record,
+    read_trace,
     record_differences,
     record_path,
     write_record,
@@ -455,3 +457,50 @@ def test_a_rewrite_failing_at_the_sync_keeps_the_previous_record_intact(tmp_path
         write_record(path, [{"status": "failed", "error": "boom"}])
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k.csv"]
+
+
+def test_a_record_gets_the_mode_open_would_give_it_not_mkstemps(tmp_path):
+    # Records are shared (a lab's results folder, a repository): mkstemp's 0600 would hide them.
+    path = tmp_path / "k.csv"
+    write_record(path, [{"status": "ok", "metric": "sc", "value": 0.5}], labels=np.array([0, 1]))
+    for written in (path, labels_path(path)):
+        assert written.stat().st_mode & 0o777 == 0o666 & ~results.UMASK
+
+
+def test_a_ctrl_c_during_the_sync_keeps_the_previous_record_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    """A KeyboardInterrupt is no Exception: the temporary file is removed on any error."""
+    path = tmp_path / "k.csv"
+    write_record(path, [{"status": "ok", "metric": "sc", "value": 0.5}])
+    before = path.read_bytes()
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_record(path, [{"status": "failed", "error": "boom"}])
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.csv"]
+
+
+def test_a_rewrite_without_a_trace_removes_the_earlier_runs_trace(tmp_path):
+    path = tmp_path / "k.csv"
+    row = {"status": "ok", "metric": "sc", "value": 0.5}
+    write_record(path, [row], labels=np.array([0, 1]), trace={"mutual_information_": [0.1, 0.2]})
+    assert list(read_trace(path)) == ["mutual_information_"]
+    write_record(path, [row], labels=np.array([1, 0]))  # rerun (force=true) by a method keeping none
+    assert read_trace(path) is None and read_labels(path).tolist() == [1, 0]
+
+
+def test_retry_failed_retries_failures_only_not_skips_or_timeouts(tmp_path):
+    # A skip or timeout stands while its limit does (resume._limit_raised), retry_failed or not.
+    for status in ("skipped", "timeout"):
+        path = tmp_path / f"{status}.csv"
+        write_record(path, rows(status=status))
+        assert list(finished_record(path, retry_failed=True)["status"]) == [status]
+
+
+def test_zero_given_as_int_or_float_names_one_configuration():
+    # 0.0 is integral too: tol=0 and tol=0.0 are one point (and one record), as tol=1 and 1.0 are.
+    assert config_hash({"method": {"tol": 0}}) == config_hash({"method": {"tol": 0.0}})
+    assert config_hash({"method": {"tol": 0}}) != config_hash({"method": {"tol": 0.5}})

@@ -8,8 +8,10 @@ import dataclasses
 import json
 import math
 import re
+import signal
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from typing import ClassVar
 
 import numpy as np
@@ -26,17 +28,21 @@ from clusterbench.data.sources import DATA_ENV
 from clusterbench.errors import HyperparameterError, UserError
 from clusterbench.methods.kmeans_cprime import _TruncatedEM
 from clusterbench.results import (
+    JOURNAL_ENV,
     code_version,
     finished_record,
     load_records,
     processor,
+    read_journal,
     read_record,
     read_trace,
     write_record,
 )
+from clusterbench.resume import _stored_fit
 from clusterbench.runner import PointResult, dataset_config, fit_timeout, method_label, run_job, summary_line
 from clusterbench.runs import wide_runs
 from clusterbench.summary import summarize
+from clusterbench.validation import resolve_device
 from tests.helpers import DATA_FOLDER, Exploding, KMeansLike, compose_config, record_files, require_cached
 
 DEFAULT_SUITE = ["sc", "nmi", "ari", "acc", "purity", "inertia", "n_found"]
@@ -1014,7 +1020,6 @@ def test_a_stored_fit_is_the_latest_successful_record_of_the_fit(tmp_path):
     the latest successful record's, whatever the order the folder lists them in (lending the
     oldest passed every other test: none had two successful records of one fit), and never
     labels of another number of points."""
-    from clusterbench.resume import _stored_fit
 
     def record(name, timestamp, labels, status="ok"):
         path = tmp_path / f"{name}.csv"
@@ -1087,3 +1092,169 @@ def test_a_knn_graph_larger_than_the_data_names_the_override_that_sets_it(tmp_pa
     with pytest.raises(HyperparameterError) as raised:
         runner.checked_grid(runner.prepare_job(cfg, "adhoc"))
     assert str(raised.value).endswith(f"got 150: lower n_neighbors ({setting})")
+
+
+def test_a_method_that_takes_no_seed_gets_a_record_per_seed(tmp_path):
+    # Agglomerative takes no random_state: the job's seed alone tells its seeds' records apart
+    # (a metric may still read it), so seed=1 must not be served seed 0's record.
+    (zero,) = run_job(iris(tmp_path, "method=agglomerative"))
+    (one,) = run_job(iris(tmp_path, "method=agglomerative", "seed=1"))
+    assert (zero.status, one.status) == ("ok", "ok") and one.path != zero.path
+    assert list(read_record(one.path)["seed"].unique()) == [1]
+
+
+def test_the_jobs_seed_reaches_the_estimator_as_random_state(tmp_path):
+    (one,) = run_job(iris(tmp_path, "seed=1"))
+    assert one.hyperparameters["random_state"] == 1
+    assert json.loads(read_record(one.path)["params"].iloc[0])["random_state"] == 1
+
+
+def test_a_device_left_to_the_job_reaches_the_estimator_resolved(tmp_path):
+    # device=auto (the default) is resolved before the estimator is built: its record says
+    # where it ran, which "auto" does not.
+    on = "method.estimator._target_=tests.test_runner.OnDevice"
+    (outcome,) = run_job(iris(tmp_path, on))
+    resolved = resolve_device("auto")
+    assert outcome.hyperparameters["device"] == resolved != "auto"
+    assert read_record(outcome.path)["device"].iloc[0] == resolved
+
+
+def test_a_rescored_record_names_the_device_its_stored_labels_were_fitted_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(OnDevice, "fits", 0)
+    on = "method.estimator._target_=tests.test_runner.OnDevice"
+    run_job(iris(tmp_path, on, "+method.estimator.device=cuda"))  # as on a GPU machine
+    (cpu,) = run_job(iris(tmp_path, on, "+method.estimator.device=cpu", "metrics=external"))
+    assert cpu.status == "rescored" and OnDevice.fits == 1
+    assert read_record(cpu.path)["device"].iloc[0] == "cuda"  # not where it was scored
+
+
+def test_a_record_is_stamped_with_the_utc_time_it_was_written(tmp_path):
+    # The latest record of a fit is the one lent and the one tables count: by this stamp.
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    (outcome,) = run_job(iris(tmp_path))
+    stamp = datetime.fromisoformat(read_record(outcome.path)["timestamp"].iloc[0])
+    assert stamp.utcoffset() == timedelta(0) and before <= stamp <= datetime.now(timezone.utc)
+
+
+def test_a_failure_read_from_its_record_is_journalled_as_recorded_earlier(tmp_path, monkeypatch):
+    # What `clusterbench run` says of a launched job's failures: "(1 recorded earlier; ...)".
+    monkeypatch.setenv(JOURNAL_ENV, str(tmp_path / "journal"))
+    monkeypatch.setattr(Exploding, "fits", 0)
+    cfg = iris(tmp_path, "method.estimator._target_=tests.helpers.Exploding")
+    (first,) = run_job(cfg)
+    assert read_journal(tmp_path / "journal") == [("failed", False, first.path)]
+    run_job(cfg)
+    assert read_journal(tmp_path / "journal") == [("failed", True, first.path)]
+
+
+def quick_fit(self, X, y=None):
+    """A fit that ends at once (set as Sleeper's: the same point, no longer slow)."""
+    self.labels_ = np.arange(len(X)) % 2
+    return self
+
+
+def test_a_timeout_stands_under_the_same_limit_and_a_lifted_limit_fits_the_point(tmp_path, monkeypatch):
+    sleeper = "method.estimator._target_=tests.test_runner.Sleeper"
+    (stopped,) = run_job(compose_config(tmp_path, "dataset=iris", "timeout_s=0.3", sleeper))
+    written = stopped.path.read_bytes()
+    (again,) = run_job(compose_config(tmp_path, "dataset=iris", "timeout_s=0.3", sleeper))
+    assert (again.status, again.earlier) == ("timeout", True) and stopped.path.read_bytes() == written
+    monkeypatch.setattr(Sleeper, "fit", quick_fit)
+    (lifted,) = run_job(compose_config(tmp_path, "dataset=iris", sleeper))  # timeout_s=null: no limit
+    assert (lifted.status, lifted.path) == ("ok", stopped.path)
+
+
+def test_a_skipped_point_is_fitted_once_its_cap_is_lifted(tmp_path, kmeans_fits):
+    (skipped,) = run_job(iris(tmp_path, "method.max_samples=100"))
+    (lifted,) = run_job(iris(tmp_path, "method.max_samples=null"))
+    assert (skipped.status, lifted.status, lifted.path) == ("skipped", "ok", skipped.path)
+    assert kmeans_fits == [150]
+
+
+def test_a_point_skipped_under_another_suite_is_fitted_once_its_cap_allows_it(tmp_path, kmeans_fits):
+    (skipped,) = run_job(iris(tmp_path, "method.max_samples=100"))
+    (raised,) = run_job(iris(tmp_path, "method.max_samples=150", "metrics=external"))
+    assert (skipped.status, raised.status) == ("skipped", "ok") and kmeans_fits == [150]
+
+
+def test_a_point_that_failed_under_another_suite_is_fitted_under_this_one(tmp_path, kmeans_fits, monkeypatch):
+    # Only a skip or a timeout would recur under any suite; a metric the other suite alone has
+    # may be what failed there.
+    def broken(labels):
+        raise RuntimeError("cannot score")
+
+    with monkeypatch.context() as scoring:
+        scoring.setattr(clusterbench.metrics, "n_found", broken)  # in the default suite, not external
+        (failed,) = run_job(iris(tmp_path))
+    (external,) = run_job(iris(tmp_path, "metrics=external"))
+    assert (failed.status, external.status, external.earlier) == ("failed", "ok", False)
+    assert len(kmeans_fits) == 2
+
+
+def test_a_fit_longer_than_this_jobs_timeout_is_not_lent_by_another_experiment(tmp_path, kmeans_fits):
+    (lender,) = run_job(iris(tmp_path), experiment="table_a")
+    slow = read_record(lender.path).assign(fit_seconds=100.0)  # as if the fit had taken 100 s
+    slow.to_csv(lender.path, index=False)
+    (limited,) = run_job(iris(tmp_path, "metrics=external", "timeout_s=50"), experiment="table_b")
+    assert limited.status == "ok" and len(kmeans_fits) == 2  # it would have timed out here
+    (within,) = run_job(iris(tmp_path, "metrics=external", "timeout_s=200"), experiment="table_c")
+    assert within.status == "rescored" and len(kmeans_fits) == 2
+
+
+def test_a_point_recorded_on_other_data_keeps_a_sweep_from_skipping_its_job(tmp_path):
+    (first,) = run_job(iris(tmp_path))
+    assert runner.recorded_outcomes(iris(tmp_path), "adhoc") == [("cached", True, first.path)]
+    assert runner.recorded_outcomes(iris(tmp_path), "adhoc", load=shifted_data) is None
+
+
+def test_a_fit_within_its_timeout_leaves_no_alarm_behind_and_the_handler_as_it_was(tmp_path):
+    # The timer is cleared and SIGALRM's handler put back: a later alarm would interrupt whatever
+    # runs then (the next fit, a metric), or kill a process whose handler is the default.
+    alarms = []
+
+    def note(signum, frame):
+        alarms.append(signum)
+
+    previous = signal.signal(signal.SIGALRM, note)
+    try:
+        (outcome,) = run_job(iris(tmp_path, "timeout_s=0.5"))
+        assert outcome.status == "ok" and signal.getsignal(signal.SIGALRM) is note
+        time.sleep(0.7)
+        assert alarms == []
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_failed_record_lends_no_labels_even_with_a_labels_file_beside_it(tmp_path):
+    # A force=true rerun killed between its two writes leaves labels beside a failed record: no
+    # fit time or device of theirs is recorded, so they are not scored as a fit.
+    path = tmp_path / "failed.csv"
+    row = {"status": "failed", "timestamp": "2024-01-02T00:00:00", "fit_seconds": "", "device": "cpu"}
+    write_record(path, [{**row, "processor": "x", "error": "E: x"}], labels=np.array([0, 1, 1]))
+    assert _stored_fit([path], n_points=3) is None
+
+
+def seed_given(labels, random_state):
+    """A metric that reports the random_state it was given (silhouette's subsample takes one)."""
+    return float(random_state)
+
+
+def test_metrics_draw_with_the_jobs_seed_when_fitted_and_when_rescored(tmp_path):
+    drawn = "+metrics.drawn._target_=tests.test_runner.seed_given"
+    (fitted,) = run_job(iris(tmp_path, "seed=3", drawn))
+    (rescored,) = run_job(iris(tmp_path, "seed=3", "metrics=external", drawn))
+    assert (fitted.status, rescored.status) == ("ok", "rescored")
+    assert fitted.scores["drawn"] == rescored.scores["drawn"] == 3.0
+
+
+def test_a_metric_that_fails_on_rescored_labels_fails_the_point_naming_the_metric(
+    tmp_path, kmeans_fits, monkeypatch
+):
+    def broken(labels):
+        raise RuntimeError("cannot score")
+
+    run_job(iris(tmp_path, "metrics=external"))
+    monkeypatch.setattr(clusterbench.metrics, "n_found", broken)
+    (outcome,) = run_job(iris(tmp_path))  # the default suite: rescores the external suite's labels
+    assert outcome.status == "failed" and len(kmeans_fits) == 1
+    assert outcome.error.startswith("metric 'n_found': RuntimeError: cannot score at test_runner.py:")
