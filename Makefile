@@ -19,7 +19,7 @@ help:
 	@echo "make lint                         ruff check and ruff format --check"
 	@echo "make tables PROFILE=smoke|paper   run EXPERIMENTS (JOBS=N at once), then build every table"
 	@echo "make figures [QUICK=1]            the papers' figures (QUICK=1: into results/figures/quick)"
-	@echo "make report                       results/report/index.html: every table, figure, benchmark"
+	@echo "make report [PROFILE=smoke]       results/report/index.html: every table, figure, benchmark"
 
 install:
 	$(PYTHON) -m pip install torch==2.13.0
@@ -39,20 +39,24 @@ lint:
 	ruff format --check .
 
 # A grid point that fails (e.g. an eigensolver that does not converge) is recorded as failed and
-# `run` exits 1; the tables are built from the points that finished all the same.
+# `run` exits 1; the tables are built from the points that finished all the same. An experiment that
+# did not run at all (a misspelt name in EXPERIMENTS, a user error: `run` exits 2) is named again
+# after the tables are built, and `make tables` exits 2; an interrupted run (Ctrl-C, SIGTERM) stops it.
 tables:
 	@test -f conf/profile/$(PROFILE).yaml || { echo "make tables: unknown PROFILE '$(PROFILE)'; one of: $(basename $(notdir $(wildcard conf/profile/*.yaml)))" >&2; exit 2; }
 	@case "$(strip $(JOBS))" in ''|*[!0-9]*|0|00*) echo "make tables: JOBS must be an integer ≥ 1, got '$(JOBS)'" >&2; exit 2;; esac
-	for experiment in $(EXPERIMENTS); do \
+	not_run=; for experiment in $(EXPERIMENTS); do \
 		clusterbench run -m experiment=$$experiment profile=$(PROFILE) results_dir=$(RESULTS) \
 			$(if $(filter-out 1,$(JOBS)),hydra/launcher=joblib hydra.launcher.n_jobs=$(JOBS)); \
-		case $$? in \
+		code=$$?; case $$code in \
 			0) ;; \
 			1) echo "make tables: some points of $$experiment failed (see the records' error column), or a job raised (the error above)" ;; \
-			*) echo "make tables: $$experiment did not run (the error above)" ;; \
+			130|143) exit $$code ;; \
+			*) echo "make tables: $$experiment did not run (the error above)"; not_run="$$not_run $$experiment" ;; \
 		esac; \
-	done
-	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS)
+	done; \
+	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS) || exit $$?; \
+	if [ -n "$$not_run" ]; then echo "make tables: did not run:$$not_run (the errors above); the tables are built from the others' records" >&2; exit 2; fi
 
 # The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 7-10, 11, 12, 13; pick
 # with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
@@ -69,7 +73,8 @@ figures:
 	$(if $(KC_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT))
 	$(if $(SR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/sr_figures.py $(SR_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT) --results $(RESULTS) $(if $(SR_FIGURES),,--missing-ok))
 
-# One static HTML page of every table (of profile paper, the committed one), figure and benchmark,
-# with a status per paper: $(RESULTS)/report/index.html. The tables are built first (`make tables`).
+# One static HTML page of every table (of profile paper, the committed one, unless PROFILE is given:
+# `make report PROFILE=smoke` after `make tables PROFILE=smoke`), figure and benchmark, with a status
+# per paper: $(RESULTS)/report/index.html. The tables are built first (`make tables`).
 report:
-	clusterbench report --results-dir $(RESULTS)
+	clusterbench report --results-dir $(RESULTS) $(if $(filter-out file,$(origin PROFILE)),--profile $(PROFILE))

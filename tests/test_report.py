@@ -248,6 +248,19 @@ def test_a_missing_tables_folder_exits_2_in_one_line_naming_the_fix(tmp_path, ca
     assert not (tmp_path / "index.html").exists()
 
 
+def test_a_missing_tables_folder_names_the_profile_whose_tables_are_there(tmp_path, capsys):
+    """After `make tables PROFILE=smoke`, `clusterbench report` (profile paper) names smoke's tables."""
+    smoke = tmp_path / "tables" / "smoke"
+    smoke.mkdir(parents=True)
+    committed = RESULTS / "tables" / PROFILE / "kcprime_tableS1.csv"
+    (smoke / "kcprime_tableS1.csv").write_text(committed.read_text())
+    assert main(["report", "--results-dir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1
+    assert error[0].endswith("; profile smoke holds some (--profile smoke; make report PROFILE=smoke)")
+    assert main(["report", "--results-dir", str(tmp_path), "--profile", "smoke"]) == 0
+
+
 def test_the_readme_status_shares_are_the_committed_tables_counted_as_the_report_counts():
     """The README's "cells within 0.02" column is :func:`status_share` of the committed tables."""
     readme = (RESULTS.parent / "README.md").read_text(encoding="utf-8")

@@ -278,6 +278,58 @@ def test_make_tables_runs_a_job_per_core_at_smoke_and_one_at_a_time_at_paper():
     assert "hydra.launcher.n_jobs=3" in make_tables("PROFILE=paper", "JOBS=3")
 
 
+def make_tables_with(tmp_path: Path, exits: dict[str, int], *variables: str) -> subprocess.CompletedProcess:
+    """Run `make tables` with a stand-in ``clusterbench`` on the PATH: its `run` of an experiment
+    exits with ``exits[experiment]`` (default 0), its `table` with 0; the commands it was given
+    are in ``tmp_path/called``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cases = "".join(f"    *experiment={name}\\ *) exit {code} ;;\n" for name, code in exits.items())
+    stub = bin_dir / "clusterbench"
+    stub.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "called"}\ncase "$* " in\n{cases}esac\nexit 0\n')
+    stub.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "JOBS")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    command = ["make", "--no-print-directory", "tables", "PROFILE=smoke", "JOBS=1", *variables]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+
+
+def test_make_tables_exits_2_naming_an_experiment_that_did_not_run_after_building_the_tables(tmp_path):
+    """A misspelt experiment (`run` exits 2) is not a success: the tables are built from the others,
+    then it is named again and `make tables` exits 2."""
+    result = make_tables_with(tmp_path, {"clam_tabel10": 2}, "EXPERIMENTS=clam_tabel10 kr_restart_odds")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "make tables: did not run: clam_tabel10 (the errors above)" in result.stderr
+    called = (tmp_path / "called").read_text().splitlines()
+    assert [line.split()[0] for line in called] == ["run", "run", "table"]
+
+
+def test_make_tables_builds_the_tables_and_exits_0_when_only_points_failed(tmp_path):
+    """Failed points (`run` exits 1) are recorded as such and the tables mark them: as documented."""
+    result = make_tables_with(tmp_path, {"clam_baselines": 1}, "EXPERIMENTS=clam_baselines")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "make tables: some points of clam_baselines failed" in result.stdout
+
+
+def test_make_tables_stops_at_an_interrupted_run(tmp_path):
+    result = make_tables_with(tmp_path, {"clam_baselines": 130}, "EXPERIMENTS=clam_baselines kr_table2")
+    assert result.returncode != 0
+    assert [line.split()[0] for line in (tmp_path / "called").read_text().splitlines()] == ["run"]
+
+
+def make_report(*variables: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "PROFILE")}
+    command = ["make", "--no-print-directory", "-n", "report", *variables]
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_make_report_reads_the_profile_given_and_the_paper_s_by_default():
+    """`make report PROFILE=smoke` after `make tables PROFILE=smoke`; a bare `make report` stays the
+    committed paper page (the Makefile's PROFILE default, smoke, is for `make tables`)."""
+    assert "--profile" not in make_report()
+    assert "--profile smoke" in make_report("PROFILE=smoke")
+
+
 def test_sc_selection_prints_the_run_spectral_knn_keeps_and_the_best_by_acc():
     """The script's runs are the estimator's: its "kept" run is fit's (same seeds, same data
     preparation), and "best ACC" is the run of highest ACC among them."""

@@ -1095,6 +1095,16 @@ def test_committed_paper_records_reproduce_table_s1():
     assert random.loc["kcprime", "ours_best"] > random.loc["kmeans", "ours_best"]
 
 
+def test_the_restart_odds_note_names_each_profile_s_restarts():
+    """The note of kr_restart_odds named the paper profile's 300 restarts on the smoke table too (40)."""
+
+    def last(profile: str) -> int:
+        return OmegaConf.load(REPO / "conf" / "profile" / f"{profile}.yaml").restart_odds_runs - 1
+
+    note = " ".join(table_spec("kr_restart_odds")["note"].split())
+    assert f"(random_state 0-{last('paper')} at profile paper, 0-{last('smoke')} at smoke)" in note
+
+
 def test_committed_restart_odds_show_the_khatri_rao_cells_are_a_restart_lottery():
     """Issue 4's cells: the least inertia of all 300 single restarts gives the paper's Stickfigures
     and R15 values, but one run of the protocol (best of 20) reaches them only part of the time."""

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from clusterbench.errors import UserError
 from clusterbench.report.page import report_html
-from clusterbench.results import atomic_write_text, check_writable
+from clusterbench.results import atomic_write_text, check_writable, held_by
 
 
 def write_report(results_dir: Path, profile: str = "paper", out: Path | None = None) -> Path:
@@ -37,10 +37,20 @@ def write_report(results_dir: Path, profile: str = "paper", out: Path | None = N
     out = Path(out) if out is not None else results_dir / "report" / "index.html"
     tables_dir = results_dir / "tables" / profile
     if not any(tables_dir.glob("*.csv")):
-        raise UserError(
-            f"no tables under {tables_dir}; build them first (clusterbench table --all --profile {profile}"
-            " --results-dir ...) or name the folder and profile that hold them (--results-dir, --profile)"
+        # The likeliest slip: `make tables PROFILE=smoke` (or `table --all --profile smoke`) read as
+        # the paper's, the default; name the profiles whose tables are there.
+        others = sorted(
+            folder.name
+            for folder in tables_dir.parent.glob("*")
+            if folder.name != profile and any(folder.glob("*.csv"))
         )
+        remedy = (
+            f"{held_by(others)} some (--profile {others[0]}; make report PROFILE={others[0]})"
+            if others
+            else f"build them first (clusterbench table --all --profile {profile} --results-dir ...) or name"
+            " the folder and profile that hold them (--results-dir, --profile)"
+        )
+        raise UserError(f"no tables under {tables_dir}; {remedy}")
     check_writable(out.parent, "the report folder")
     atomic_write_text(out, report_html(results_dir, profile, out))
     return out
