@@ -259,6 +259,10 @@ def test_a_missing_tables_folder_names_the_profile_whose_tables_are_there(tmp_pa
     assert len(error) == 1
     assert error[0].endswith("; profile smoke holds some (--profile smoke; make report PROFILE=smoke)")
     assert main(["report", "--results-dir", str(tmp_path), "--profile", "smoke"]) == 0
+    # A user's page: not the committed tables, and the hint to build the others names their folder.
+    page = html.unescape((tmp_path / "report" / "index.html").read_text())
+    assert "from the tables of profile <code>smoke</code>" in page
+    assert f"(<code>clusterbench table NAME --profile smoke --results-dir {tmp_path}</code>)" in page
 
 
 def test_the_readme_status_shares_are_the_committed_tables_counted_as_the_report_counts():

@@ -38,7 +38,7 @@ def report_html(results_dir: Path, profile: str, out: Path) -> str:
 <body>
 <header>
 <h1>clusterbench: our results beside the papers'</h1>
-<p>Every paper table we reproduce, from the committed tables of profile <code>{esc(profile)}</code>
+<p>Every paper table we reproduce, from the tables of profile <code>{esc(profile)}</code>
 ({page.link(results_dir / "tables" / profile, "tables folder")}), our value beside the paper's and
 their difference; then the paper's figures and our benchmarks. Documentation:
 {page.link(DOCS / "index.md", "docs/index.md")}. Rebuild with <code>make report</code>

@@ -58,10 +58,11 @@ def paper_section(
         return "".join(parts) + "</section>\n", tally, specs
     unbuilt = [name for name in specs if name not in tables]
     if unbuilt:
+        elsewhere = "" if Path(results_dir) == Path("results") else f" --results-dir {results_dir}"
         parts.append(
             f'<p class="warning">Not built for profile <code>{esc(profile)}</code>: '
             f"{', '.join(f'<code>{esc(name)}</code>' for name in unbuilt)} "
-            f"(<code>clusterbench table NAME --profile {esc(profile)}</code>).</p>\n"
+            f"(<code>clusterbench table NAME --profile {esc(profile)}{esc(elsewhere)}</code>).</p>\n"
         )
     for name in tables:
         section, table_tally = table_section(page, results_dir / "tables" / profile, name)
