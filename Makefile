@@ -40,8 +40,9 @@ lint:
 
 # A grid point that fails (e.g. an eigensolver that does not converge) is recorded as failed and
 # `run` exits 1; the tables are built from the points that finished all the same. An experiment that
-# did not run at all (a misspelt name in EXPERIMENTS, a user error: `run` exits 2) is named again
-# after the tables are built, and `make tables` exits 2; an interrupted run (Ctrl-C, SIGTERM) stops it.
+# did not run at all (a misspelt name in EXPERIMENTS, a user error: `run` exits 2) or was killed
+# (out of memory) is named again after the tables are built, and `make tables` fails; an
+# interrupted run (Ctrl-C, SIGTERM) stops it.
 tables:
 	@test -f conf/profile/$(PROFILE).yaml || { echo "make tables: unknown PROFILE '$(PROFILE)'; one of: $(basename $(notdir $(wildcard conf/profile/*.yaml)))" >&2; exit 2; }
 	@case "$(strip $(JOBS))" in ''|*[!0-9]*|0|00*) echo "make tables: JOBS must be an integer ≥ 1, got '$(JOBS)'" >&2; exit 2;; esac
@@ -52,11 +53,12 @@ tables:
 			0) ;; \
 			1) echo "make tables: some points of $$experiment failed (see the records' error column), or a job raised (the error above)" ;; \
 			130|143) exit $$code ;; \
-			*) echo "make tables: $$experiment did not run (the error above)"; not_run="$$not_run $$experiment" ;; \
+			2) echo "make tables: $$experiment did not run (the error above)"; not_run="$$not_run $$experiment" ;; \
+			*) echo "make tables: $$experiment was stopped (exit $$code: killed, out of memory?); its finished points are kept"; not_run="$$not_run $$experiment" ;; \
 		esac; \
 	done; \
 	clusterbench table --all --profile $(PROFILE) --results-dir $(RESULTS) || exit $$?; \
-	if [ -n "$$not_run" ]; then echo "make tables: did not run:$$not_run (the errors above); the tables are built from the others' records" >&2; exit 2; fi
+	if [ -n "$$not_run" ]; then echo "make tables: did not run or did not finish:$$not_run (the errors above); the tables are built from the records there are" >&2; exit 2; fi
 
 # The papers' figures as PNG and PDF in $(RESULTS)/figures: CLAM's (Fig. 1, 4, 6, 7-10, 11, 12, 13; pick
 # with FIGURES="4 11"), Khatri-Rao's (Fig. 6, 7, 8, 9; pick with KR_FIGURES="6 9") and
@@ -73,8 +75,9 @@ figures:
 	$(if $(KC_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/kcprime_figures.py $(KC_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT))
 	$(if $(SR_FIGURES)$(ALL_FIGURES),$(PYTHON) scripts/sr_figures.py $(SR_FIGURES) $(if $(QUICK),--quick) --out $(FIGURES_OUT) --results $(RESULTS) $(if $(SR_FIGURES),,--missing-ok))
 
-# One static HTML page of every table (of profile paper, the committed one, unless PROFILE is given:
-# `make report PROFILE=smoke` after `make tables PROFILE=smoke`), figure and benchmark, with a status
-# per paper: $(RESULTS)/report/index.html. The tables are built first (`make tables`).
+# One static HTML page of every table, figure and benchmark, with a status per paper:
+# $(RESULTS)/report/index.html. Its tables are profile paper's (the committed ones) unless PROFILE
+# is set on the command line or in the environment (`make report PROFILE=smoke` after
+# `make tables PROFILE=smoke`). The tables are built first (`make tables`).
 report:
 	clusterbench report --results-dir $(RESULTS) $(if $(filter-out file,$(origin PROFILE)),--profile $(PROFILE))

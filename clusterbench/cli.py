@@ -302,7 +302,13 @@ def command_records(words: list[str]) -> int:
 
 
 def command_summary(words: list[str]) -> int:
-    from clusterbench.results import atomic_write_text, held_by, profiles_holding, records_folder
+    from clusterbench.results import (
+        atomic_write_text,
+        folder_words,
+        held_by,
+        profiles_holding,
+        records_folder,
+    )
     from clusterbench.summary import format_summary, load_summary
 
     parser = argparse.ArgumentParser(prog="clusterbench summary")
@@ -329,7 +335,7 @@ def command_summary(words: list[str]) -> int:
     # Records of a smoke run beside the paper's would otherwise go unmentioned (the default profile).
     others = profiles_holding(args.results_dir, args.experiments, besides=args.profile)
     if others:
-        where = "" if args.results_dir == Path("results") else f" --results-dir {args.results_dir}"
+        where = folder_words(args.results_dir, "--results-dir ")
         print(f"\n({held_by(others)} records of these experiments too: --profile {others[0]}{where})")
     # An experiment named beside others that hold records would otherwise be left out unmentioned.
     summarised = set(summary["experiment"])

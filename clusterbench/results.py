@@ -25,6 +25,7 @@ import io
 import json
 import os
 import platform
+import shlex
 import shutil
 import socket
 import subprocess
@@ -203,12 +204,26 @@ def held_by(profiles: list[str]) -> str:
     return f"profiles {', '.join(profiles[:-1])} and {profiles[-1]} hold"
 
 
+def elsewhere_or(others: list[str], fix: str, also: str = "") -> str:
+    """The remedy of a command that found nothing under its profile: the ``others`` profiles that
+    hold some (the likeliest slip: a ``profile=smoke`` run read as the paper's, the default), with
+    ``also`` another way to read them, else ``fix``."""
+    return f"{held_by(others)} some (--profile {others[0]}{also})" if others else fix
+
+
+def folder_words(results_dir: str | Path, spelling: str) -> str:
+    """`` --results-dir X`` (``spelling`` ``"--results-dir "``, ``"results_dir="``, ``"RESULTS="``):
+    how a command printed for the user names ``results_dir``, shell-quoted; nothing for the default
+    folder, ``results`` here, however it was given (relative or absolute)."""
+    if Path(results_dir).resolve() == Path("results").resolve():
+        return ""
+    return f" {spelling}{shlex.quote(str(results_dir))}"
+
+
 def no_records_error(results_dir: Path, profile: str, experiments: list[str], fix: str) -> UserError:
     """What a command that found no records of ``experiments`` under ``profile`` says: the other
-    profiles that hold some where there are (the likeliest slip: a ``profile=smoke`` run read as the
-    paper's), else ``fix``."""
-    others = profiles_holding(Path(results_dir), experiments, besides=profile)
-    remedy = f"{held_by(others)} some (--profile {others[0]})" if others else fix
+    profiles that hold some where there are, else ``fix`` (:func:`elsewhere_or`)."""
+    remedy = elsewhere_or(profiles_holding(Path(results_dir), experiments, besides=profile), fix)
     folder = records_folder(results_dir, profile)
     return UserError(f"no records of {', '.join(experiments)} under {folder}; {remedy}")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -257,8 +259,8 @@ class Job:
         return build_estimator(self.method, params, self.data, self.cfg.seed, self.cfg.device, self.threads)
 
     def setting(self, parameter: str, params: dict) -> str:
-        """The override that sets ``parameter`` at grid point ``params``: what wins wins (the
-        grid, then the experiment's per-dataset value, then the method's)."""
+        """The override that sets ``parameter`` at grid point ``params``, by precedence: the grid,
+        then the experiment's per-dataset value (``method_overrides``), then the method's."""
         name = self.method.name
         if parameter in params:
             return f"grids.{name}.{parameter}=[...]"
@@ -424,6 +426,19 @@ SUMMARY_METRICS = ("sc", "nmi", "ari", "acc")
 ROUTINE_METRICS = ("purity", "inertia", "n_found")
 
 
+def _score_text(value, headline: bool) -> str | None:
+    """A score as the run line shows it: a headline metric to four decimals, another whole if it is
+    (a count) or else to four significant digits; None for what is no number (a user's metric may
+    return anything: its record keeps it, the line leaves it out)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if headline:
+        return f"{value:.4f}"
+    # counts (the clusters found, Khatri-Rao's parameters) are scored as floats
+    whole = isinstance(value, numbers.Integral) or (math.isfinite(value) and float(value).is_integer())
+    return f"{int(value):d}" if whole else f"{value:.4g}"
+
+
 def method_label(method: DictConfig) -> str:
     """``clam``, or ``clam[eq8]`` for a variant other than the default: how a summary line names it."""
     variant = method.get("variant", "default")
@@ -449,13 +464,12 @@ def summary_line(
         earlier = f" (recorded earlier; {again} or force=true runs it again)" if outcome.earlier else ""
         return f"{head} | {outcome.status.upper()}: {outcome.error}{earlier}"
     scores = outcome.scores
+    headline = [(name, scores[name]) for name in SUMMARY_METRICS if name in scores]
+    own = [(name, value) for name, value in scores.items() if name not in SUMMARY_METRICS + ROUTINE_METRICS]
     shown = "  ".join(
-        [f"{name.upper()} {scores[name]:.4f}" for name in SUMMARY_METRICS if name in scores]
-        + [
-            f"{name.upper()} {value:.4g}"
-            for name, value in scores.items()
-            if name not in SUMMARY_METRICS + ROUTINE_METRICS
-        ]
+        f"{name.upper()} {text}"
+        for name, value in headline + own
+        if (text := _score_text(value, name in SUMMARY_METRICS)) is not None
     )
     tail = {"cached": " (cached)", "rescored": " (rescored from its stored labels)"}.get(outcome.status, "")
     if outcome.warnings:

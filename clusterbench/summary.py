@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import load_records, no_records_error
+from clusterbench.results import folder_words, load_records, no_records_error
 from clusterbench.runs import PLACE, params_without, wide_runs
 
 # The metrics a summary shows unless told otherwise, in this order (those the records hold): the
@@ -157,7 +157,7 @@ def load_summary(
     error when there are none, or when ``metrics`` names one no successful run holds."""
     records = load_records(results_dir, profile, experiments)
     if records.empty:
-        where = "" if Path(results_dir) == Path("results") else f" results_dir={results_dir}"
+        where = folder_words(results_dir, "results_dir=")
         raise no_records_error(
             results_dir,
             profile,

@@ -257,12 +257,16 @@ def test_a_missing_tables_folder_names_the_profile_whose_tables_are_there(tmp_pa
     assert main(["report", "--results-dir", str(tmp_path)]) == 2
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1
-    assert error[0].endswith("; profile smoke holds some (--profile smoke; make report PROFILE=smoke)")
+    assert error[0].endswith(
+        f"; profile smoke holds some (--profile smoke; make report PROFILE=smoke RESULTS={tmp_path})"
+    )
     assert main(["report", "--results-dir", str(tmp_path), "--profile", "smoke"]) == 0
     # A user's page: not the committed tables, and the hint to build the others names their folder.
     page = html.unescape((tmp_path / "report" / "index.html").read_text())
     assert "from the tables of profile <code>smoke</code>" in page
     assert f"(<code>clusterbench table NAME --profile smoke --results-dir {tmp_path}</code>)" in page
+    assert f"Rebuild with <code>make report PROFILE=smoke RESULTS={tmp_path}</code>" in page
+    assert f"after <code>clusterbench table --all --profile smoke --results-dir {tmp_path}</code>" in page
 
 
 def test_the_readme_status_shares_are_the_committed_tables_counted_as_the_report_counts():

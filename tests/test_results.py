@@ -22,6 +22,7 @@ from clusterbench.results import (
     code_version,
     config_hash,
     finished_record,
+    folder_words,
     journal_folder,
     labels_path,
     load_records,
@@ -504,3 +505,14 @@ def test_zero_given_as_int_or_float_names_one_configuration():
     # 0.0 is integral too: tol=0 and tol=0.0 are one point (and one record), as tol=1 and 1.0 are.
     assert config_hash({"method": {"tol": 0}}) == config_hash({"method": {"tol": 0.0}})
     assert config_hash({"method": {"tol": 0}}) != config_hash({"method": {"tol": 0.5}})
+
+
+def test_a_printed_command_names_a_folder_only_when_it_is_not_the_default_and_quotes_it(
+    tmp_path, monkeypatch
+):
+    # The default folder given absolute (as the committed report is built) is still the default.
+    monkeypatch.chdir(tmp_path)
+    assert folder_words("results", "--results-dir ") == ""
+    assert folder_words(tmp_path / "results", "RESULTS=") == ""
+    assert folder_words("my runs", "results_dir=") == " results_dir='my runs'"
+    assert folder_words(tmp_path / "r", "--results-dir ") == f" --results-dir {tmp_path / 'r'}"

@@ -537,12 +537,16 @@ def test_summary_line_shows_a_suites_own_metrics_after_the_four():
         "purity": 0.6,
         "n_found": 10.0,
         "nmi": 0.25,
-        "mine": -1234567.0,
+        "mine": -1234567.5,
     }
     line = summary_line("mnist", "prcut", 0, PointResult({}, "ok", scores=scores, fit_seconds=1.0))
     assert (
         line == "mnist  prcut  seed=0 | NMI 0.2500  ACC 0.5000  RATIO_CUT 142.3  MINE -1.235e+06 | fit 1.00 s"
     )
+    # A count is shown whole (Khatri-Rao's n_params); what is no number, not at all (not a crash).
+    scores = {"ari": 0.5, "n_params": 123456.0, "mine": None, "label": "x", "flag": True}
+    line = summary_line("r15", "kr_kmeans", 0, PointResult({}, "ok", scores=scores, fit_seconds=1.0))
+    assert line == "r15  kr_kmeans  seed=0 | ARI 0.5000  N_PARAMS 123456 | fit 1.00 s"
 
 
 class Sleeper(KMeansLike):

@@ -299,7 +299,7 @@ def test_make_tables_exits_2_naming_an_experiment_that_did_not_run_after_buildin
     then it is named again and `make tables` exits 2."""
     result = make_tables_with(tmp_path, {"clam_tabel10": 2}, "EXPERIMENTS=clam_tabel10 kr_restart_odds")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "make tables: did not run: clam_tabel10 (the errors above)" in result.stderr
+    assert "make tables: did not run or did not finish: clam_tabel10 (the errors above)" in result.stderr
     called = (tmp_path / "called").read_text().splitlines()
     assert [line.split()[0] for line in called] == ["run", "run", "table"]
 
@@ -313,8 +313,19 @@ def test_make_tables_builds_the_tables_and_exits_0_when_only_points_failed(tmp_p
 
 def test_make_tables_stops_at_an_interrupted_run(tmp_path):
     result = make_tables_with(tmp_path, {"clam_baselines": 130}, "EXPERIMENTS=clam_baselines kr_table2")
-    assert result.returncode != 0
+    assert result.returncode == 2  # make's own status for a failed recipe
     assert [line.split()[0] for line in (tmp_path / "called").read_text().splitlines()] == ["run"]
+
+
+def test_make_tables_names_a_killed_run_and_goes_on(tmp_path):
+    # Killed (137: out of memory) is neither a user error nor an interrupt: its finished points are
+    # kept, the other experiments run, and the end names it.
+    result = make_tables_with(tmp_path, {"clam_baselines": 137}, "EXPERIMENTS=clam_baselines kr_table2")
+    assert result.returncode == 2
+    assert "make tables: clam_baselines was stopped (exit 137: killed, out of memory?)" in result.stdout
+    assert "did not run or did not finish: clam_baselines (the errors above)" in result.stderr
+    called = (tmp_path / "called").read_text().splitlines()
+    assert [line.split()[0] for line in called] == ["run", "run", "table"]
 
 
 def make_report(*variables: str) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from clusterbench.errors import UserError
 from clusterbench.report.page import report_html
-from clusterbench.results import atomic_write_text, check_writable, held_by
+from clusterbench.results import atomic_write_text, check_writable, elsewhere_or, folder_words
 
 
 def write_report(results_dir: Path, profile: str = "paper", out: Path | None = None) -> Path:
@@ -44,11 +44,12 @@ def write_report(results_dir: Path, profile: str = "paper", out: Path | None = N
             for folder in tables_dir.parent.glob("*")
             if folder.name != profile and any(folder.glob("*.csv"))
         )
-        remedy = (
-            f"{held_by(others)} some (--profile {others[0]}; make report PROFILE={others[0]})"
-            if others
-            else f"build them first (clusterbench table --all --profile {profile} --results-dir ...) or name"
-            " the folder and profile that hold them (--results-dir, --profile)"
+        also = f"; make report PROFILE={others[0]}{folder_words(results_dir, 'RESULTS=')}" if others else ""
+        remedy = elsewhere_or(
+            others,
+            f"build them first (clusterbench table --all --profile {profile} --results-dir ...) or name"
+            " the folder and profile that hold them (--results-dir, --profile)",
+            also,
         )
         raise UserError(f"no tables under {tables_dir}; {remedy}")
     check_writable(out.parent, "the report folder")

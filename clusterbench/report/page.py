@@ -9,6 +9,7 @@ from clusterbench.report.gathering import gather
 from clusterbench.report.judging import COUNTED_KINDS, EMPTY_KINDS, RUN_KINDS, TOLERANCE, Tally
 from clusterbench.report.papers import OTHER, Paper, status_share
 from clusterbench.report.sections import DOCS, Page, esc, paper_section
+from clusterbench.results import folder_words
 from clusterbench.tables import FEWER_MARK, FEWER_NOTE, PARTIAL_MARK, PARTIAL_NOTE, SEEDS_MARK, SEEDS_NOTE
 
 
@@ -27,6 +28,10 @@ def report_html(results_dir: Path, profile: str, out: Path) -> str:
         share = status_share(files.paper, results_dir / "tables" / profile)
         rows.append(status_row(page, files.paper, tally, files.tables, specs, share))
 
+    # How this page is rebuilt: the commands name its profile and folder where not the defaults.
+    other_profile = profile != "paper"
+    words = (f" --profile {profile}" if other_profile else "") + folder_words(results_dir, "--results-dir ")
+    make_words = (f" PROFILE={profile}" if other_profile else "") + folder_words(results_dir, "RESULTS=")
     head = f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -41,8 +46,8 @@ def report_html(results_dir: Path, profile: str, out: Path) -> str:
 <p>Every paper table we reproduce, from the tables of profile <code>{esc(profile)}</code>
 ({page.link(results_dir / "tables" / profile, "tables folder")}), our value beside the paper's and
 their difference; then the paper's figures and our benchmarks. Documentation:
-{page.link(DOCS / "index.md", "docs/index.md")}. Rebuild with <code>make report</code>
-(<code>clusterbench report</code>) after <code>clusterbench table --all</code>.</p>
+{page.link(DOCS / "index.md", "docs/index.md")}. Rebuild with <code>make report{esc(make_words)}</code>
+(<code>clusterbench report{esc(words)}</code>) after <code>clusterbench table --all{esc(words)}</code>.</p>
 <nav>{" · ".join(f'<a href="#{paper.key}">{esc(paper.title)}</a>' for paper in papers)}</nav>
 </header>
 <main>

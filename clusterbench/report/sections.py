@@ -25,6 +25,7 @@ from clusterbench.report.judging import (
     is_number,
     tolerance_text,
 )
+from clusterbench.results import folder_words
 from clusterbench.tables import per_metric, render, sides, table_spec
 
 DOCS = CONF_DIR.parent / "docs"
@@ -58,7 +59,7 @@ def paper_section(
         return "".join(parts) + "</section>\n", tally, specs
     unbuilt = [name for name in specs if name not in tables]
     if unbuilt:
-        elsewhere = "" if Path(results_dir) == Path("results") else f" --results-dir {results_dir}"
+        elsewhere = folder_words(results_dir, "--results-dir ")
         parts.append(
             f'<p class="warning">Not built for profile <code>{esc(profile)}</code>: '
             f"{', '.join(f'<code>{esc(name)}</code>' for name in unbuilt)} "

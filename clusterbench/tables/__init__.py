@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import atomic_write_text, load_records, no_records_error
+from clusterbench.results import atomic_write_text, folder_words, load_records, no_records_error
 from clusterbench.runs import wide_runs
 from clusterbench.tables.cells import agreement_cell, compute_cells
 from clusterbench.tables.protocols import best_of_weights, select
@@ -136,8 +136,7 @@ def run_command(experiment: str, profile: str, results_dir: Path) -> str:
     ``results_dir`` reads them (the defaults left out)."""
     words = [f"clusterbench run -m experiment={experiment}"]
     words += [f"profile={profile}"] if profile != "paper" else []
-    words += [f"results_dir={results_dir}"] if Path(results_dir) != Path("results") else []
-    return " ".join(words)
+    return " ".join(words) + folder_words(results_dir, "results_dir=")
 
 
 def write_table(
