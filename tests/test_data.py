@@ -20,7 +20,8 @@ from numpy.testing import assert_array_equal
 from omegaconf import OmegaConf
 
 from clusterbench.catalog import CONF_DIR, load_option, options
-from clusterbench.data import data_digest, generators, load_dataset
+from clusterbench.data import data_digest, generators, load_dataset, stratified_subsample
+from clusterbench.data.cache import import_folder
 from clusterbench.data.preprocess import PREPROCESSORS
 from clusterbench.data.sources import DATA_ENV, RawData, cached, npz_header, read_npz
 from clusterbench.errors import UserError
@@ -353,7 +354,9 @@ def test_openml_network_failure_is_a_user_error(tmp_path, monkeypatch):
 
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     monkeypatch.setattr(openml.datasets, "get_dataset", offline)
-    with pytest.raises(UserError, match=r"could not fetch dataset 'toy_zoo'.*ConnectionError"):
+    # the message names the offline fix, not just the failure
+    fix = r"put toy_zoo\.npz in a folder and run `clusterbench data import FOLDER`"
+    with pytest.raises(UserError, match=r"could not fetch dataset 'toy_zoo'.*ConnectionError.*" + fix):
         cached("toy_zoo", openml_id=4242)
     assert list(tmp_path.iterdir()) == []
 
@@ -594,7 +597,6 @@ def test_import_copies_the_manifest_so_verify_checks_checksums(tmp_path, monkeyp
 
 
 def test_import_names_the_files_no_dataset_config_reads(tmp_path, capsys):
-    from clusterbench.data.cache import import_folder
 
     folder = tmp_path / "mine"
     folder.mkdir()
@@ -780,3 +782,87 @@ def test_numeric_openml_targets_are_numbered_by_rank_with_four_classes(tmp_path,
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     monkeypatch.setattr(openml.datasets, "get_dataset", lambda *_, **__: _OpenMLWithNumericTargets())
     assert_array_equal(cached("toy_ranks", openml_id=1).y, [2, 3, 1, 0, 2])
+
+
+# From a third mutation audit of the suite (data/): each test below failed with one plausible bug
+# in place and passed without it.
+
+
+def test_minmax_scales_each_feature_from_its_own_minimum_and_maps_a_constant_feature_to_zero():
+    """Every feature of PIXELS starts at 0, so a global minimum passed; a constant feature's span
+    is 0, and 0/0 made it NaN rather than the documented 0."""
+    X = np.array([[10.0, -4.0, 7.0], [20.0, 0.0, 7.0], [15.0, -2.0, 7.0]])
+    expected = [[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.5, 0.5, 0.0]]
+    np.testing.assert_allclose(PREPROCESSORS["minmax"](X), expected, atol=1e-12)
+
+
+def test_a_stratified_subsample_keeps_the_files_row_order():
+    """StratifiedShuffleSplit returns its indices shuffled; unsorted, a subsample reordered the
+    rows (and so the digest and any order-dependent method) with no test noticing."""
+    y = np.repeat([0, 1, 2], 20)
+    index = stratified_subsample(y, 15, seed=0)
+    assert len(index) == 15 and np.all(np.diff(index) > 0)
+    assert np.bincount(y[index]).tolist() == [5, 5, 5]
+
+
+def test_the_loaded_digest_is_the_digest_of_the_float64_rows_and_labels_a_method_gets():
+    """A digest taken of a float32 copy missed changes below float32 precision (0.1 + 1e-12)."""
+    cfg = {
+        "name": "iris",
+        "source": {"_target_": "clusterbench.data.sources.sklearn_bundled", "loader": "load_iris"},
+        "n_clusters": None,
+    }
+    data = load_dataset(cfg, prepare=False)
+    assert data.X.dtype == np.float64
+    assert data.digest == data_digest(data.X, data.y)
+
+
+def test_mean_imputation_comes_before_standardizing(tmp_path, monkeypatch):
+    """Standardizing first spread one NaN over its whole feature (its mean is NaN), which mean
+    imputation then refused or zero filled: the filled cell must be the observed mean, i.e. 0."""
+    X = [[0.0, np.nan], [1.0, 2.0], [2.0, 4.0]]
+    data = own_file(tmp_path, monkeypatch, X, [0, 1, 1], impute="mean", preprocess="standardize")
+    scale = math.sqrt(1.5)
+    np.testing.assert_allclose(data.X[:, 1], [0.0, -scale, scale], atol=1e-12)
+
+
+def test_the_data_digest_tells_apart_shapes_that_hold_the_same_bytes():
+    """The same 12 values as 4 rows of 3 features or 3 rows of 4 are different data; a digest of
+    the bytes alone gave them one digest."""
+    X, y = np.arange(12.0).reshape(4, 3), np.array([0, 0, 1])
+    assert data_digest(X, y) != data_digest(X.reshape(3, 4), y)
+
+
+def test_features_load_as_float64_whatever_the_file_stores(tmp_path, monkeypatch):
+    """Image files store float32 (yale, usps, mnist) or small integers; kept as stored, their X and
+    so their digest changed with the file's dtype rather than with the data."""
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    y = np.array([0, 1, 1])
+    np.savez(tmp_path / "toy.npz", X=np.array([[0, 255], [51, 3], [7, 8]], dtype=np.uint8), y=y)
+    source = {"_target_": CACHED_SOURCE, "name": "toy"}
+    data = load_dataset({"name": "toy", "n_clusters": 2, "source": source})
+    assert data.X.dtype == np.float64
+    assert data.X.tolist() == [[0.0, 255.0], [51.0, 3.0], [7.0, 8.0]]
+    assert data.digest == data_digest(data.X, y)
+
+
+def test_clam_elongated_clusters_have_the_authors_covariance():
+    """z @ chol instead of z @ chol.T draws covariance LᵀL ([[0.020, 0.003], [0.003, 0.001]]):
+    still a cluster tilted towards the diagonal, but not the authors' shape."""
+    X = generators.clam_elongated(n_per_cluster=(4000,), random_state=0).X
+    np.testing.assert_allclose(np.cov(X.T), generators.CLAM_TOY_COVARIANCE, atol=1.5e-3)
+
+
+def test_a_reimported_manifest_row_replaces_the_caches_row_of_that_name(tmp_path):
+    """Keeping the cache's older row left a re-imported file's new checksum unrecorded, so that
+    `data verify` reported the new, correct file as a mismatch."""
+    from clusterbench.data.cache import import_folder
+
+    cache = tmp_path / "cache"
+    for version in ("old", "new"):
+        folder = tmp_path / version
+        folder.mkdir()
+        np.savez(folder / "toy.npz", X=np.zeros((2, 1)), y=np.array([0, 1]))
+        (folder / "MANIFEST.csv").write_text(f"name,sha256_of_npz\ntoy,{version}\n")
+        import_folder(folder, cache)
+    assert pd.read_csv(cache / "MANIFEST.csv").set_index("name").loc["toy", "sha256_of_npz"] == "new"
