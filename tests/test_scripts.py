@@ -202,19 +202,23 @@ def test_make_figures_draws_only_the_papers_picked_from(picked, scripts):
     assert called == scripts
 
 
+def make_env(*unset: str) -> dict[str, str]:
+    """The environment of a `make` a test runs: under `make test` the calling make's variables are
+    in it, left out, as are ``unset``, the Makefile's variables the test sets or leaves at default."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", *unset)}
+
+
+def make_dry_run(target: str, *variables: str, unset: tuple[str, ...] = ()) -> str:
+    """What `make -n TARGET` would run with ``variables``, as text."""
+    command = ["make", "--no-print-directory", "-n", target, *variables]
+    return subprocess.run(
+        command, cwd=REPO, env=make_env(*unset), capture_output=True, text=True, check=True
+    ).stdout
+
+
 def make_figures(*variables: str) -> list[list[str]]:
-    """The commands `make figures` would run with ``variables`` (``make -n``), each as its words."""
-    # Under `make test` the variables of the calling make are in the environment: left out.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "QUICK")}
-    result = subprocess.run(
-        ["make", "--no-print-directory", "-n", "figures", *variables],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return [line.split() for line in result.stdout.splitlines()]
+    """The commands `make figures` would run with ``variables``, each as its words."""
+    return [line.split() for line in make_dry_run("figures", *variables, unset=("QUICK",)).splitlines()]
 
 
 def out_folders(commands: list[list[str]]) -> list[str]:
@@ -265,9 +269,7 @@ def test_a_figure_script_run_by_hand_draws_quick_figures_into_their_own_folder(
 
 def make_tables(*variables: str) -> str:
     """What `make -n tables` would run with ``variables``, as text."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "JOBS")}
-    command = ["make", "--no-print-directory", "-n", "tables", *variables]
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+    return make_dry_run("tables", *variables, unset=("JOBS",))
 
 
 def test_make_tables_runs_a_job_per_core_at_smoke_and_one_at_a_time_at_paper():
@@ -288,7 +290,7 @@ def make_tables_with(tmp_path: Path, exits: dict[str, int], *variables: str) -> 
     stub = bin_dir / "clusterbench"
     stub.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "called"}\ncase "$* " in\n{cases}esac\nexit 0\n')
     stub.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "JOBS")}
+    env = make_env("JOBS")
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     command = ["make", "--no-print-directory", "tables", "PROFILE=smoke", "JOBS=1", *variables]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
@@ -329,9 +331,7 @@ def test_make_tables_names_a_killed_run_and_goes_on(tmp_path):
 
 
 def make_report(*variables: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE") and k not in ("MFLAGS", "PROFILE")}
-    command = ["make", "--no-print-directory", "-n", "report", *variables]
-    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+    return make_dry_run("report", *variables, unset=("PROFILE",))
 
 
 def test_make_report_reads_the_profile_given_and_the_paper_s_by_default():
