@@ -184,16 +184,29 @@ def records_folder(results_dir: Path, *levels: str) -> Path:
     return Path(results_dir, "runs", *levels)
 
 
+def _other_profiles(folder: Path, besides: str) -> list[Path]:
+    """The profile folders under ``folder`` (``runs/`` or ``tables/``) other than ``besides``."""
+    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name != besides) if folder.is_dir() else []
+
+
 def profiles_holding(results_dir: Path, experiments: list[str], besides: str) -> list[str]:
     """The profiles under ``results_dir`` other than ``besides`` with a record of one of
     ``experiments``: where the records are when a command read the wrong profile's (a run with
     ``profile=smoke`` read as the paper's, the default)."""
-    runs = records_folder(results_dir)
-    profiles = sorted(p for p in runs.iterdir() if p.is_dir() and p.name != besides) if runs.is_dir() else []
     return [
         profile.name
-        for profile in profiles
+        for profile in _other_profiles(records_folder(results_dir), besides)
         if any(next((profile / experiment).rglob("*.csv"), None) for experiment in experiments)
+    ]
+
+
+def profiles_with_tables(results_dir: Path, besides: str) -> list[str]:
+    """The profiles under ``results_dir`` other than ``besides`` with a built table: where the
+    tables are when the report read the wrong profile's (:func:`profiles_holding`'s twin)."""
+    return [
+        profile.name
+        for profile in _other_profiles(Path(results_dir, "tables"), besides)
+        if any(profile.glob("*.csv"))
     ]
 
 
@@ -218,6 +231,12 @@ def folder_words(results_dir: str | Path, spelling: str) -> str:
     if Path(results_dir).resolve() == Path("results").resolve():
         return ""
     return f" {spelling}{shlex.quote(str(results_dir))}"
+
+
+def profile_words(profile: str, spelling: str) -> str:
+    """`` --profile X`` (``spelling`` ``"--profile "``, ``"profile="``, ``"PROFILE="``): how a
+    command printed for the user names ``profile``; nothing for ``paper``, the default."""
+    return "" if profile == "paper" else f" {spelling}{shlex.quote(profile)}"
 
 
 def no_records_error(results_dir: Path, profile: str, experiments: list[str], fix: str) -> UserError:

@@ -244,7 +244,8 @@ def test_a_missing_tables_folder_exits_2_in_one_line_naming_the_fix(tmp_path, ca
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1
     assert error[0].startswith("clusterbench: error: no tables under ")
-    assert "clusterbench table --all" in error[0]
+    # The build command names the folder asked for (the default profile, paper, left out).
+    assert f"build them first (clusterbench table --all --results-dir {tmp_path}) or name" in error[0]
     assert not (tmp_path / "index.html").exists()
 
 

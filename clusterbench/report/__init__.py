@@ -27,7 +27,14 @@ from pathlib import Path
 
 from clusterbench.errors import UserError
 from clusterbench.report.page import report_html
-from clusterbench.results import atomic_write_text, check_writable, elsewhere_or, folder_words
+from clusterbench.results import (
+    atomic_write_text,
+    check_writable,
+    elsewhere_or,
+    folder_words,
+    profile_words,
+    profiles_with_tables,
+)
 
 
 def write_report(results_dir: Path, profile: str = "paper", out: Path | None = None) -> Path:
@@ -39,16 +46,13 @@ def write_report(results_dir: Path, profile: str = "paper", out: Path | None = N
     if not any(tables_dir.glob("*.csv")):
         # The likeliest slip: `make tables PROFILE=smoke` (or `table --all --profile smoke`) read as
         # the paper's, the default; name the profiles whose tables are there.
-        others = sorted(
-            folder.name
-            for folder in tables_dir.parent.glob("*")
-            if folder.name != profile and any(folder.glob("*.csv"))
-        )
+        others = profiles_with_tables(results_dir, besides=profile)
         also = f"; make report PROFILE={others[0]}{folder_words(results_dir, 'RESULTS=')}" if others else ""
         remedy = elsewhere_or(
             others,
-            f"build them first (clusterbench table --all --profile {profile} --results-dir ...) or name"
-            " the folder and profile that hold them (--results-dir, --profile)",
+            f"build them first (clusterbench table --all{profile_words(profile, '--profile ')}"
+            f"{folder_words(results_dir, '--results-dir ')}) or name the folder and profile that hold"
+            " them (--results-dir, --profile)",
             also,
         )
         raise UserError(f"no tables under {tables_dir}; {remedy}")

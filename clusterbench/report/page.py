@@ -9,7 +9,7 @@ from clusterbench.report.gathering import gather
 from clusterbench.report.judging import COUNTED_KINDS, EMPTY_KINDS, RUN_KINDS, TOLERANCE, Tally
 from clusterbench.report.papers import OTHER, Paper, status_share
 from clusterbench.report.sections import DOCS, Page, esc, paper_section
-from clusterbench.results import folder_words
+from clusterbench.results import folder_words, profile_words
 from clusterbench.tables import FEWER_MARK, FEWER_NOTE, PARTIAL_MARK, PARTIAL_NOTE, SEEDS_MARK, SEEDS_NOTE
 
 
@@ -29,9 +29,8 @@ def report_html(results_dir: Path, profile: str, out: Path) -> str:
         rows.append(status_row(page, files.paper, tally, files.tables, specs, share))
 
     # How this page is rebuilt: the commands name its profile and folder where not the defaults.
-    other_profile = profile != "paper"
-    words = (f" --profile {profile}" if other_profile else "") + folder_words(results_dir, "--results-dir ")
-    make_words = (f" PROFILE={profile}" if other_profile else "") + folder_words(results_dir, "RESULTS=")
+    words = profile_words(profile, "--profile ") + folder_words(results_dir, "--results-dir ")
+    make_words = profile_words(profile, "PROFILE=") + folder_words(results_dir, "RESULTS=")
     head = f"""<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -25,7 +25,7 @@ from clusterbench.report.judging import (
     is_number,
     tolerance_text,
 )
-from clusterbench.results import folder_words
+from clusterbench.results import folder_words, profile_words
 from clusterbench.tables import per_metric, render, sides, table_spec
 
 DOCS = CONF_DIR.parent / "docs"
@@ -59,11 +59,11 @@ def paper_section(
         return "".join(parts) + "</section>\n", tally, specs
     unbuilt = [name for name in specs if name not in tables]
     if unbuilt:
-        elsewhere = folder_words(results_dir, "--results-dir ")
+        words = profile_words(profile, "--profile ") + folder_words(results_dir, "--results-dir ")
         parts.append(
             f'<p class="warning">Not built for profile <code>{esc(profile)}</code>: '
             f"{', '.join(f'<code>{esc(name)}</code>' for name in unbuilt)} "
-            f"(<code>clusterbench table NAME --profile {esc(profile)}{esc(elsewhere)}</code>).</p>\n"
+            f"(<code>clusterbench table NAME{esc(words)}</code>).</p>\n"
         )
     for name in tables:
         section, table_tally = table_section(page, results_dir / "tables" / profile, name)

@@ -53,7 +53,13 @@ import numpy as np
 import pandas as pd
 
 from clusterbench.errors import UserError
-from clusterbench.results import atomic_write_text, folder_words, load_records, no_records_error
+from clusterbench.results import (
+    atomic_write_text,
+    folder_words,
+    load_records,
+    no_records_error,
+    profile_words,
+)
 from clusterbench.runs import wide_runs
 from clusterbench.tables.cells import agreement_cell, compute_cells
 from clusterbench.tables.protocols import best_of_weights, select
@@ -134,9 +140,11 @@ def build_table(name: str, results_dir: Path, profile: str, skip_empty: bool = F
 def run_command(experiment: str, profile: str, results_dir: Path) -> str:
     """The command that writes ``experiment``'s records where a table of ``profile`` built from
     ``results_dir`` reads them (the defaults left out)."""
-    words = [f"clusterbench run -m experiment={experiment}"]
-    words += [f"profile={profile}"] if profile != "paper" else []
-    return " ".join(words) + folder_words(results_dir, "results_dir=")
+    return (
+        f"clusterbench run -m experiment={experiment}"
+        + profile_words(profile, "profile=")
+        + folder_words(results_dir, "results_dir=")
+    )
 
 
 def write_table(
