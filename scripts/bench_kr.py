@@ -51,6 +51,7 @@ import argparse
 import contextlib
 import io
 import sys
+import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -91,10 +92,15 @@ def khatri_rao(X, h, aggregator, memory_efficient, start) -> Callable[[int], int
 
 def lloyd(X, start) -> Callable[[int], int]:
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
 
     def fit(iterations: int) -> int:
         model = KMeans(len(start), init=start, n_init=1, max_iter=iterations, tol=0.0, algorithm="lloyd")
-        return model.fit(X).n_iter_
+        # A few of the h1·h2 centroids hold no point after the first iterations; scikit-learn warns
+        # of it at every fit, which would bury the script's own lines.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return model.fit(X).n_iter_
 
     return fit
 
