@@ -1371,3 +1371,27 @@ def test_an_earlier_record_of_a_point_run_again_after_an_edit_lends_it_no_metric
     records["timestamp"] = records["config_hash"].map({"old": "1", "edited": "2"})
     (kept,) = wide_runs(records).to_dict("records")
     assert (kept["config_hash"], kept["nmi"]) == ("edited", 0.6) and math.isnan(kept["sc"])
+
+
+def test_a_point_and_seed_recorded_by_two_experiments_of_a_table_is_a_user_error(tmp_path):
+    """Within one experiment a point counts once; across two the records may be fits of data
+    configured differently, so the table names the point instead of counting its seed twice."""
+    kmeans = run("zoo", "kmeans", 0, {"init": "random"}, {"sc": 0.30})
+    other = [row | {"experiment": "other", "config_hash": "other-" + row["config_hash"]} for row in kmeans]
+    table = spec(experiments=["exp", "other"], protocol={"kind": "mean_std"})
+    with pytest.raises(UserError) as error:
+        write_table(table, frame(kmeans, other, run("zoo", "clam", 0, {}, {"sc": 0.41})), tmp_path, "smoke")
+    message = str(error.value)
+    assert message.startswith(
+        'table toy: kmeans on zoo at seed 0 (hyperparameters {"init": "random", "random_state": 0})'
+    )
+    assert "is recorded by experiments exp and other, and 2 records in all" in message
+    assert not list(tmp_path.iterdir())  # nothing written
+    # The same point at another seed, or another point, in the second experiment is no clash.
+    at_seed_1 = [
+        row | {"experiment": "other"} for row in run("zoo", "kmeans", 1, {"init": "random"}, {"sc": 0.2})
+    ]
+    cells = write_table(table, frame(kmeans, at_seed_1), tmp_path, "smoke").cells.set_index(
+        ["dataset", "column"]
+    )
+    assert cells.loc[("zoo", "kmeans"), "n_runs"] == 2

@@ -81,7 +81,12 @@ from clusterbench.tables.render import (
     sides,
     win_loss,
 )
-from clusterbench.tables.spec import _check_against_records, per_metric, table_spec
+from clusterbench.tables.spec import (
+    _check_against_records,
+    _check_one_experiment_per_point,
+    per_metric,
+    table_spec,
+)
 
 # What the report, the CLI and the tests import from ``clusterbench.tables``.
 __all__ = [
@@ -154,7 +159,9 @@ def write_table(
 
     ``results_dir``: where the records' labels files lie (needed by protocol ``agreement``).
     """
-    cells = compute_cells(spec, wide_runs(records), results_dir)
+    runs = wide_runs(records)
+    _check_one_experiment_per_point(spec, runs)
+    cells = compute_cells(spec, runs, results_dir)
     sources = ", ".join(spec.experiments)
     title = spec.get("title", spec.name)
     header = f"### {title}\n\nProfile `{profile}`; records of {sources}. {spec.get('note', '')}"

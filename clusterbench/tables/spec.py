@@ -12,6 +12,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from clusterbench.catalog import load_option, method_names, option_label, options
 from clusterbench.errors import UserError
+from clusterbench.runs import PLACE, params_without
 from clusterbench.tables.protocols import ranking
 from clusterbench.validation import is_int
 
@@ -166,6 +167,29 @@ def _check_against_records(spec: DictConfig, records: pd.DataFrame) -> None:
                 f"(they hold {', '.join(sorted(held - {'', 'fit_seconds'}))}); fix the table's metrics or "
                 "protocol, or add it to the experiments' metric suite"
             )
+
+
+def _check_one_experiment_per_point(spec: DictConfig, runs: pd.DataFrame) -> None:
+    """A user error for a point and seed recorded by two of the table's experiments: within one
+    experiment a point counts once (:mod:`clusterbench.runs`), across experiments the records
+    could be fits of differently configured data that their hyperparameters do not show, so a
+    cell would count the seed twice or average two set-ups, and neither is silently right."""
+    if len(spec.experiments) < 2 or runs.empty:
+        return
+    keys = ["profile", "dataset", "method", "variant", "seed", "point"]
+    frame = runs.assign(point=runs["params"].map(lambda p: params_without(p, *PLACE)))
+    shared = frame[frame.duplicated(keys, keep=False)]
+    if shared.empty:
+        return
+    first = shared.iloc[0]
+    same = shared[(shared[keys] == first[keys]).all(axis=1)]
+    raise UserError(
+        f"table {spec.name}: {first['method']} on {first['dataset']} at seed {first['seed']} "
+        f"(hyperparameters {first['point']}) is recorded by experiments "
+        f"{' and '.join(sorted(set(same['experiment'])))}, and {len(shared)} records in all share a "
+        "point and seed across experiments; a cell would count such a seed twice: drop the point "
+        "from one experiment's grid and delete its records there"
+    )
 
 
 def _paper_within(paper: DictConfig, spec: DictConfig) -> dict:
