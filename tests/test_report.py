@@ -323,3 +323,235 @@ def test_a_papers_tally_adds_its_tables_close_and_compared_counts():
     total.add(Tally(compared=4, close=4))
     assert (total.compared, total.close) == (9, 6)
     assert total.kinds == kinds
+
+
+# From mutation audit 13 (the summary and the report), likewise.
+
+
+def test_a_difference_of_002_up_to_float_error_is_close():
+    """0.62 − 0.6 is 0.020000000000000018: a cell printed 0.02 from the paper is within 0.02."""
+    from clusterbench.report.judging import is_close
+
+    assert 0.62 - 0.6 > 0.02
+    assert is_close(0.62 - 0.6, 0.6, "sc")
+    assert not is_close(0.0201, 0.398, "sc")
+
+
+def test_a_mean_best_cell_is_judged_on_its_best_too():
+    """A mean within 0.02 beside a best far from the paper's is far; a cell with only a best is
+    judged on it."""
+    from clusterbench.report.judging import delta_class
+
+    cell = {"delta": 0.01, "paper": 0.5, "delta_best": 0.05, "paper_best": 0.6}
+    assert delta_class(pd.Series(cell), "acc") == "far"
+    assert delta_class(pd.Series(cell | {"delta_best": -0.01}), "acc") == "close"
+    assert delta_class(pd.Series(cell | {"delta": math.nan, "paper": math.nan}), "acc") == "far"
+    best_only = cell | {"delta": math.nan, "paper": math.nan, "delta_best": 0.01}
+    assert delta_class(pd.Series(best_only), "acc") == "close"
+
+
+def write_unrun_table(folder: Path, renamed: str | None = None) -> None:
+    """A clam_table1 CSV under ``folder`` of cells with no runs (of each metric of the spec as it
+    reads), the Zoo SC k-means cell's column renamed to ``renamed`` when given (a CSV of a former
+    spec)."""
+    spec = table_spec("clam_table1")
+    rows = []
+    for dataset in spec.rows:
+        for metric in spec.metrics:
+            for column in spec.columns:
+                paper = OmegaConf.select(spec, f"paper.{metric}.{dataset}.{column}")
+                paper = math.nan if paper is None else float(paper)
+                if renamed and (dataset, metric, column) == ("zoo", "sc", "kmeans"):
+                    column = renamed
+                rows.append(
+                    {"table": spec.name, "dataset": dataset, "metric": metric, "column": column}
+                    | {"ours": math.nan, "ours_std": math.nan, "ours_best": math.nan, "paper": paper}
+                    | {"paper_best": math.nan, "delta": math.nan, "delta_best": math.nan, "status": "missing"}
+                    | {
+                        "n_runs": 0,
+                        "n_ok": 0,
+                        "selected_params": "",
+                        "n_found": math.nan,
+                        "n_clusters": math.nan,
+                    }
+                )
+    folder.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(folder / "clam_table1.csv", index=False)
+
+
+def test_a_csv_that_does_not_match_its_spec_is_flagged_and_its_lacking_cell_not_run(tmp_path):
+    """A CSV as long as the spec's cells but holding another cell (a renamed column) is not the
+    table: the page warns, draws the cell it lacks as not run (no records), and counts nothing
+    compared in words rather than as 0%."""
+    from clusterbench.report.sections import Page, table_section
+
+    folder = tmp_path / "tables"
+    write_unrun_table(folder, renamed="kmeans_former")
+    section, tally = table_section(Page(tmp_path), folder, "clam_table1")
+    assert "The CSV does not match" in section
+    page = PageParser()
+    page.feed(section)
+    assert page.cell("zoo/sc/kmeans", "ours") == ({"ours", "not-run"}, "not run")
+    assert tally.kinds["stopped"] == 0 and tally.compared == 0
+    assert "0 cells with both values compared, none compared;" in section
+
+
+def test_a_tables_markdown_is_not_shown_beside_a_csv_that_does_not_match(tmp_path):
+    """The committed Markdown's cell texts stand for the CSV's only where the CSV is the table;
+    beside one that is not, they may be of other cells, so the CSV's own are shown."""
+    from clusterbench.report.gathering import read_cells
+    from clusterbench.report.sections import Page, table_section
+    from clusterbench.tables import render
+
+    folder = tmp_path / "tables"
+    write_unrun_table(folder, renamed="kmeans_former")
+    spec = table_spec("clam_table1")
+    frame = render(spec, read_cells(folder / "clam_table1.csv", spec)[0], latex=False)
+    lines = ["### CLAM Table 1", "", "| " + " | ".join(frame.columns) + " |", "|---|"]
+    lines += ["| " + " | ".join([row[0], *["0.999"] * (len(row) - 1)]) + " |" for row in frame.to_numpy()]
+    (folder / "clam_table1.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    section, _ = table_section(Page(tmp_path), folder, "clam_table1")
+    assert "<h3>CLAM Table 1</h3>" in section  # the Markdown was read
+    assert "0.999" not in section
+
+
+def test_an_unimplemented_papers_status_row_spans_the_columns_of_the_others():
+    """Its one cell spans every column but the paper's name: tables, cells, each kind, docs."""
+    from clusterbench.report.judging import Tally
+    from clusterbench.report.page import status_row
+    from clusterbench.report.papers import Paper
+    from clusterbench.report.sections import Page
+
+    def columns(row: str) -> int:
+        spans = [int(span or 1) for span in re.findall(r'<td(?: colspan="(\d+)")?[^>]*>', row)]
+        return sum(spans)
+
+    page = Page(RESULTS)
+    sixth = status_row(page, Paper("sixth", "Sixth", "Someone", ("sixth_",)), Tally(), [], [], (0, 0))
+    assert "not yet implemented" in sixth
+    built = status_row(page, PAPERS[0], Tally(), ["clam_table1"], ["clam_table1"], (1, 2))
+    assert columns(sixth) == columns(built) == 8
+
+
+def test_a_benchmark_number_padded_with_spaces_is_set_as_text():
+    """Only a number as written is set right: a padded one came from a hand-edited CSV."""
+    from clusterbench.report.sections import kind_of
+
+    assert (kind_of("0.417"), kind_of(" 0.417"), kind_of("0.417 ")) == ("number", "text", "text")
+
+
+def test_bold_marks_close_at_the_first_pair_of_stars():
+    """Two bold values in one text are two <strong>s, not one spanning the text between them."""
+    from clusterbench.report.sections import inline
+
+    assert (
+        inline("**0.412** vs **0.5** `a<b`")
+        == "<strong>0.412</strong> vs <strong>0.5</strong> <code>a&lt;b</code>"
+    )
+
+
+def test_a_file_that_names_a_papers_prefix_only_inside_its_name_is_no_file_of_that_paper(tmp_path):
+    """Papers own files by the start of their names: my_clam_extra goes under Other results."""
+    from clusterbench.report.gathering import gather
+    from clusterbench.report.papers import OTHER
+
+    tables = tmp_path / "tables" / PROFILE
+    tables.mkdir(parents=True)
+    for name in ("clam_table1", "my_clam_extra"):
+        (tables / f"{name}.csv").write_text("table\n")
+    owners = {files.paper.key: files.tables for files in gather(tmp_path, PROFILE)}
+    assert owners["clam"] == ["clam_table1"]
+    assert owners[OTHER.key] == ["my_clam_extra"]
+
+
+def test_a_mixed_cells_title_says_its_runs_were_not_pooled_and_a_stopped_ones_that_they_stopped():
+    """Each kind of cell whose runs ran without a value says why in its title."""
+    from clusterbench.report.judging import Tally
+    from clusterbench.report.sections import cell_html
+
+    tally = Tally()
+
+    def ours(status: str, column: str) -> str:
+        values = dict.fromkeys(["ours", "delta", "delta_best", "paper_best"], math.nan) | {"paper": 0.3}
+        cell = pd.Series(values | {"status": status}, name=("ecoli", "sc", column))
+        return cell_html(None, cell, {"method": column}, "", "0.300", tally)
+
+    mixed, stopped = ours(MIXED, "kmeans"), ours("skipped", "clam")
+    why = "its runs differ in more than the seed, so they are not pooled"
+    assert f'title="{why}: {html.escape(MIXED)}"' in mixed
+    assert 'title="its runs stopped: skipped"' in stopped
+    assert (tally.kinds["mixed"], tally.kinds["stopped"], tally.compared) == (1, 1, 0)
+
+
+def test_a_status_share_counts_the_tables_built_when_an_earlier_one_is_not(tmp_path):
+    """A profile holding CLAM's Table 9 but not Table 1 (counted first) shares Table 9's cells."""
+    from dataclasses import replace
+
+    committed = RESULTS / "tables" / PROFILE / "clam_table9.csv"
+    (tmp_path / "clam_table9.csv").write_text(committed.read_text())
+    clam = next(paper for paper in PAPERS if paper.key == "clam")
+    assert clam.counted[0] == "clam_table1"
+    alone = status_share(replace(clam, counted=("clam_table9",)), RESULTS / "tables" / PROFILE)
+    assert alone[1] > 0
+    assert status_share(clam, tmp_path) == alone
+
+
+def test_a_users_table_without_paper_values_shows_ours_beside_an_empty_paper_side(tmp_path, monkeypatch):
+    """A spec of the user's that gives no paper values renders ours alone; the page still draws
+    each cell's three parts, the paper's as "—"."""
+    from clusterbench.report.sections import Page, table_section
+
+    spec_changed(
+        monkeypatch,
+        "clam_table1",
+        {"paper": None, "win_loss": [], "gain": None, "paper_win_loss": None, "paper_gain": None},
+    )
+    folder = tmp_path / "tables"
+    write_unrun_table(folder)
+    section, _ = table_section(Page(tmp_path), folder, "clam_table1")
+    assert section.count('<td class="paper none" title="the paper gives no value">—</td>') == len(
+        table_spec("clam_table1").rows
+    ) * len(table_spec("clam_table1").columns)
+    page = PageParser()
+    page.feed(section)
+    assert page.cell("zoo/sc/kmeans", "ours") == ({"ours", "not-run"}, "not run")
+
+
+def test_a_win_loss_row_of_a_table_of_two_metrics_spans_both_label_columns(tmp_path, monkeypatch):
+    """Rows of a two-metric table open with the dataset and the metric; a W/L row's label spans both."""
+    from clusterbench.report.sections import Page, table_section
+
+    spec_changed(monkeypatch, "clam_table1", {"metrics": ["sc", "nmi"]})
+    folder = tmp_path / "tables"
+    write_unrun_table(folder)
+    section, _ = table_section(Page(tmp_path), folder, "clam_table1")
+    assert "The CSV does not match" not in section
+    win_loss = re.findall(r'<tr class="win-loss"><th scope="row" colspan="(\d+)">', section)
+    assert win_loss and set(win_loss) == {"2"}
+
+
+def test_a_link_quotes_its_path_and_escapes_its_text(tmp_path):
+    """A file named with a space, # or & still links to itself, and its name reads as written."""
+    from clusterbench.report.sections import Page
+
+    page = Page(tmp_path / "report")
+    target = tmp_path / "figures" / "fig 1#a&b.png"
+    assert page.link(target, "fig 1#a&b <x>") == (
+        '<a href="../figures/fig%201%23a%26b.png">fig 1#a&amp;b &lt;x&gt;</a>'
+    )
+
+
+def test_the_status_shares_of_another_profiles_page_count_that_profiles_tables(tmp_path):
+    """A smoke page's "cells within 0.02" are the smoke tables', not the committed paper tables'."""
+    smoke = tmp_path / "tables" / "smoke"
+    smoke.mkdir(parents=True)
+    committed = RESULTS / "tables" / PROFILE / "kcprime_tableS1.csv"
+    cells = pd.read_csv(committed)
+    far = cells.assign(delta=cells["delta"].where(cells["delta"].abs() > 0.02, 0.5))  # none within
+    far.to_csv(smoke / "kcprime_tableS1.csv", index=False)
+    kcprime = next(paper for paper in PAPERS if paper.key == "kcprime")
+    within, counted = status_share(kcprime, smoke)
+    assert counted > 0 and within == 0 < status_share(kcprime, RESULTS / "tables" / PROFILE)[0]
+    text = write_report(tmp_path, "smoke").read_text(encoding="utf-8")
+    row = re.search(r'<tr><th scope="row"><a href="#kcprime">.*?</tr>', text)[0]
+    assert re.findall(r'<td class="count">([^<]*)</td>', row)[1] == f"0 of {counted} (0%)"

@@ -247,3 +247,145 @@ def test_a_summary_row_pools_seeds_that_ran_on_other_devices_or_threads(place):
     assert len(summary) == 1 and summary["runs"].iloc[0] == 2
     assert summary["sc_mean"].iloc[0] == pytest.approx(0.3)
     assert summary["sc_std"].iloc[0] == pytest.approx(0.1)
+
+
+# From mutation audit 13 (the summary and the report): each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def one_run(seed, params, scores, **keywords):
+    """A record's rows (tests.test_tables.run) of dataset zoo, method k-means."""
+    return test_tables.run("zoo", "kmeans", seed, params, scores, **keywords)
+
+
+def records_of(*runs) -> pd.DataFrame:
+    return test_tables.frame(*runs).assign(timestamp="")
+
+
+def test_a_row_of_one_run_has_no_std_and_shows_its_value_alone():
+    """A std over one seed is no spread: NaN, not 0, and the text shows the value without a ±."""
+    summary = summarize(records_of(one_run(0, {"k": 3}, {"sc": 0.25})))
+    row = summary.iloc[0]
+    assert row["sc_mean"] == pytest.approx(0.25) and row["sc_n"] == 1
+    assert np.isnan(row["sc_std"])
+    header, line = table_cells(format_summary(summary))
+    assert dict(zip(header, line, strict=True))["SC"] == "0.250"
+
+
+def test_a_configuration_whose_runs_all_failed_has_no_mean_rather_than_0():
+    """No successful run defines no mean: NaN and "—", never a mean of 0 beside a real one."""
+    records = records_of(
+        one_run(0, {"k": 3}, {"sc": 0.25}),
+        one_run(0, {"k": 5}, {}, status="failed"),
+        one_run(1, {"k": 5}, {}, status="failed"),
+    )
+    summary = summarize(records)
+    assert summary["hyperparameters"].tolist() == ["k=3", "k=5"]
+    failed = summary.iloc[1]
+    assert (failed["runs"], failed["ok"], failed["failed"], failed["sc_n"]) == (2, 0, 2, 0)
+    assert np.isnan(failed["sc_mean"]) and np.isnan(failed["sc_std"])
+    assert [line[-1] for line in table_cells(format_summary(summary))[1:]] == ["0.250", "—"]
+
+
+def test_rows_of_a_grid_follow_its_values_in_numeric_order():
+    """k = 2 before k = 10 (the order of wide_runs), not the order of the params' JSON text."""
+    records = records_of(
+        one_run(0, {"k": 10}, {"sc": 0.1}),
+        one_run(0, {"k": 2}, {"sc": 0.2}),
+        one_run(0, {"k": 3}, {"sc": 0.3}),
+    )
+    summary = summarize(records)
+    assert summary["hyperparameters"].tolist() == ["k=2", "k=3", "k=10"]
+    assert summary["sc_mean"].tolist() == pytest.approx([0.2, 0.3, 0.1])
+
+
+def test_hyperparameters_are_told_apart_within_a_variant_not_across_variants():
+    """A variant has a row of its own already: its hyperparameters are named only where they vary
+    among that variant's rows, so one set per variant names none."""
+    records = records_of(
+        one_run(0, {"k": 3}, {"sc": 0.2}), one_run(0, {"k": 5}, {"sc": 0.3}, variant="tuned")
+    )
+    summary = summarize(records)
+    assert summary["variant"].tolist() == ["default", "tuned"]
+    assert summary["hyperparameters"].tolist() == ["", ""]
+
+
+def test_fit_seconds_keeps_its_name_as_the_column_heading():
+    """Metrics are upper-cased (NMI, SC) but fit_seconds is a name, not an acronym."""
+    records = records_of(one_run(0, {"k": 3}, {"sc": 0.2}), one_run(1, {"k": 3}, {"sc": 0.4}))
+    summary = summarize(records.assign(fit_seconds=[1.0, 3.0]), ["sc", "fit_seconds"])
+    header, line = table_cells(format_summary(summary))
+    shown = dict(zip(header, line, strict=True))
+    assert (shown["SC"], shown["fit_seconds"]) == ("0.300 ± 0.100", "2.000 ± 1.000")
+
+
+def test_headline_metrics_fall_back_to_the_successful_runs_metrics_only():
+    """A failed run's record holds no metric (an empty name): it is no metric of the summary."""
+    records = records_of(one_run(0, {"k": 3}, {"inertia": 5.0}), one_run(1, {"k": 3}, {}, status="failed"))
+    assert headline_metrics(records) == ["inertia"]
+    assert headline_metrics(records.iloc[::-1]) == ["inertia"]
+
+
+def test_a_metric_asked_of_records_that_all_failed_is_no_user_error(monkeypatch, tmp_path):
+    """Where no run succeeded there are no metrics to check a name against: the table of counts
+    is shown (every run failed) rather than an error that the metric is unknown."""
+    import clusterbench.summary as summary_module
+
+    records = records_of(one_run(0, {"k": 3}, {}, status="failed"), one_run(1, {"k": 3}, {}, status="failed"))
+    monkeypatch.setattr(summary_module, "load_records", lambda *arguments: records)
+    row = load_summary(tmp_path, "smoke", ["exp"], ["nmi"]).iloc[0]
+    assert (row["runs"], row["failed"], row["nmi_n"]) == (2, 2, 0)
+
+
+def test_a_runs_closing_table_names_the_rows_left_out_only_when_some_are(monkeypatch, tmp_path):
+    """RUN_SUMMARY_ROWS rows exactly are all shown: no "(0 more rows …)" line."""
+    import clusterbench.results
+    import clusterbench.summary as summary_module
+
+    records = records_of(one_run(0, {"k": 3}, {"sc": 0.2}), one_run(0, {"k": 5}, {"sc": 0.3}))
+    monkeypatch.setattr(clusterbench.results, "read_records", lambda paths: records)
+    folder = tmp_path / "results" / "runs" / "smoke" / "exp" / "zoo" / "kmeans"
+    entries = [("ok", False, folder / "a.csv"), ("ok", False, folder / "b.csv")]
+    monkeypatch.setattr(summary_module, "RUN_SUMMARY_ROWS", 2)
+    assert "more rows" not in summary_module.run_summary(entries, table=True)
+    monkeypatch.setattr(summary_module, "RUN_SUMMARY_ROWS", 1)
+    assert summary_module.run_summary(entries, table=True).endswith(
+        f"(1 more rows: clusterbench summary exp --profile smoke --results-dir {tmp_path / 'results'})"
+    )
+
+
+def test_a_hyperparameter_only_some_sets_hold_tells_their_rows_apart():
+    """A set with a hyperparameter the others lack (an override of one sweep) differs in it."""
+    records = records_of(one_run(0, {"k": 3}, {"sc": 0.2}), one_run(0, {"k": 3, "tol": 0.1}, {"sc": 0.3}))
+    assert summarize(records)["hyperparameters"].tolist() == ["", "tol=0.1"]
+
+
+def test_timed_out_runs_are_counted_and_their_column_shown():
+    """The timeout column is left out of the text only when no run timed out."""
+    records = records_of(one_run(0, {"k": 3}, {"sc": 0.2}), one_run(1, {"k": 3}, {}, status="timeout"))
+    summary = summarize(records)
+    assert summary[["runs", "ok", "failed", "skipped", "timeout"]].iloc[0].tolist() == [2, 1, 0, 0, 1]
+    header, line = table_cells(format_summary(summary))
+    assert dict(zip(header, line, strict=True))["timeout"] == "1"
+
+
+def test_the_hyperparameters_column_is_shown_when_any_row_has_some():
+    """One dataset's grid beside another's single set: the grid's rows still need telling apart."""
+    records = records_of(
+        one_run(0, {"k": 3}, {"sc": 0.2}),
+        one_run(0, {"k": 5}, {"sc": 0.3}),
+        test_tables.run("iris", "kmeans", 0, {"k": 3}, {"sc": 0.4}),
+    )
+    header, *lines = table_cells(format_summary(summarize(records)))
+    column = header.index("hyperparameters")
+    assert [line[column] for line in lines] == ["", "k=3", "k=5"]
+
+
+def test_load_summary_by_params_names_every_hyperparameter(monkeypatch, tmp_path):
+    """`clusterbench summary --by-params` reaches summarize: one set is named, not left blank."""
+    import clusterbench.summary as summary_module
+
+    records = records_of(one_run(0, {"k": 3}, {"sc": 0.2}), one_run(1, {"k": 3}, {"sc": 0.4}))
+    monkeypatch.setattr(summary_module, "load_records", lambda *arguments: records)
+    assert load_summary(tmp_path, "smoke", ["exp"])["hyperparameters"].tolist() == [""]
+    assert load_summary(tmp_path, "smoke", ["exp"], by_params=True)["hyperparameters"].tolist() == ["k=3"]
