@@ -4,6 +4,7 @@ configs of CLAM Table 1 and the runner."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -231,3 +232,107 @@ def test_the_kmeans_seeding_is_computed_once_per_data_k_n_init_and_seed(blobs, m
     DEC(n_clusters=3, max_iter=20, random_state=1).fit(X)  # another seed: another k-means
     DEC(n_clusters=3, max_iter=20, random_state=0).fit(X + 1.0)  # other data: another k-means
     assert len(fits) == 3
+
+
+# From mutation audit 12 (the deep methods): each test below failed with one plausible bug in
+# place and passed without it.
+
+
+def _kl_by_hand(X, centres, alpha):
+    """Mean over the points of KL(P‖Q), Q of eq. 1 at ``alpha`` and P of eq. 3, in float64 NumPy."""
+    kernel = (1.0 + ((X[:, None, :] - centres[None]) ** 2).sum(-1) / alpha) ** (-(alpha + 1) / 2)
+    q = kernel / kernel.sum(1, keepdims=True)
+    weight = q**2 / q.sum(0)
+    p = weight / weight.sum(1, keepdims=True)
+    return float((p * np.log(p / q)).sum(1).mean())
+
+
+def test_the_target_and_the_step_loss_take_alpha_and_each_epoch_reports_its_own_mean(blobs):
+    """With full batches and a target update at every step, the loss of step t is the full-data
+    KL(P‖Q) of the update before it: at α = 3 both must be eq. 1-3 at α = 3 (either one computed
+    at the default α = 1 passed every other test), and each epoch's mean loss is its own step's
+    (a running sum carried over from the previous epoch passed too)."""
+    X, _ = blobs
+    model = DEC(n_clusters=3, init="random", alpha=3.0, batch_size=60, update_interval=1, max_iter=3, tol=0.0)
+    model.set_params(random_state=0).fit(X)
+    assert model.history_["kl"][0] == pytest.approx(_kl_by_hand(X, model.init_centers_, 3.0), rel=1e-4)
+    assert model.history_["kl"][0] != pytest.approx(_kl_by_hand(X, model.init_centers_, 1.0), rel=1e-2)
+    np.testing.assert_allclose(model.loss_history_, model.history_["kl"], rtol=1e-5)
+
+
+def test_changed_counts_the_labels_that_moved_since_the_previous_target_update(blobs):
+    """history_['changed'] at an update is the fraction of labels that differ from the previous
+    update's (at iteration 0 from the seeding's), as the tol rule reads it: comparing every update
+    with the seeding's labels passed every other test. A fit stopped after t steps repeats the
+    first t steps of a longer one, so its labels are those of the update at t."""
+    X, _ = blobs
+    settings = dict(n_clusters=3, init="gaussian", lr=0.5, batch_size=8, update_interval=2, tol=0.0)
+    settings["random_state"] = 0
+    model = DEC(**settings, max_iter=8).fit(X)
+    seeding = ((X[:, None, :] - model.init_centers_[None]) ** 2).sum(-1).argmin(1)
+    labels = [seeding] + [DEC(**settings, max_iter=t).fit(X).labels_ for t in (2, 4, 6)]
+    labels.insert(1, seeding)  # the update at iteration 0 sees the seeding's centroids
+    expected = [np.mean(after != before) for before, after in itertools.pairwise(labels)]
+    np.testing.assert_allclose(model.history_["changed"], expected)
+    since_seeding = [np.mean(after != seeding) for after in labels[1:]]
+    assert not np.allclose(since_seeding, expected)  # the labels moved more than once
+
+
+def test_kmeans_seeding_is_seeded_by_random_state(blobs):
+    """init='kmeans' starts from scikit-learn's KMeans with the fit's own seed: a seeding that used
+    one fixed seed passed every other test (blobs this clear give every seed one solution)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(60, 2))  # no clusters: one k-means restart lands by its seed
+    for seed in (0, 11):
+        model = DEC(n_clusters=6, n_init=1, max_iter=1, random_state=seed).fit(X)
+        expected = KMeans(n_clusters=6, n_init=1, random_state=seed).fit(X).cluster_centers_
+        np.testing.assert_allclose(model.init_centers_, expected, atol=1e-6)
+    other = KMeans(n_clusters=6, n_init=1, random_state=0).fit(X).cluster_centers_
+    assert np.abs(expected - other).max() > 1e-2  # the two seeds' seedings do differ
+
+
+def test_the_remembered_kmeans_seeding_is_told_apart_by_k_and_n_init(blobs, monkeypatch):
+    """A seeding remembered for (X, k, n_init, seed) is not handed to a fit with another n_init or k:
+    a key without n_init passed every other test."""
+    X, _ = blobs
+    fits = []
+    original = dec_module.KMeans.fit
+    monkeypatch.setattr(dec_module.KMeans, "fit", lambda self, data: fits.append(1) or original(self, data))
+    dec_module._SEEDINGS.clear()
+    dec_module.kmeans_seeding(X, 3, 1, 0)
+    dec_module.kmeans_seeding(X, 3, 2, 0)
+    assert dec_module.kmeans_seeding(X, 4, 2, 0).shape == (4, 8)
+    assert len(fits) == 3
+    dec_module.kmeans_seeding(X, 3, 2, 0)  # remembered
+    assert len(fits) == 3
+
+
+def test_random_init_draws_the_whole_glorot_uniform_range():
+    """DEC^r's 'random' centroids are U(−√(6/(k+d)), √(6/(k+d))): the existing test bounds them from
+    above only, and a range half as wide passed it."""
+    X = np.random.default_rng(0).standard_normal((60, 8))
+    model = DEC(n_clusters=20, init="random", max_iter=1, random_state=0).fit(X)
+    limit = math.sqrt(6 / (20 + 8))
+    drawn = model.init_centers_  # drawn in the input's coordinates
+    assert np.abs(drawn).max() <= limit
+    assert np.abs(drawn).max() > 0.9 * limit
+    assert np.abs(drawn).mean() == pytest.approx(limit / 2, rel=0.15)  # E|U(−L, L)| = L/2
+
+
+def test_each_sgd_step_moves_the_centroids_by_that_steps_gradient_alone(blobs):
+    """Plain SGD (momentum 0) on full batches: μ_{t+1} = μ_t − lr·∇KL(P_t‖Q(μ_t)), the gradient of
+    the step alone; gradients carried over from the step before (no zero_grad) passed every other
+    test."""
+    X, _ = blobs
+    settings = dict(n_clusters=3, init="random", optimizer="sgd", lr=0.5, momentum=0.0, batch_size=60)
+    model = DEC(**settings, update_interval=1, max_iter=2, tol=0.0, random_state=0).fit(X)
+    z = torch.as_tensor(X - X.mean(0))
+    centres = torch.as_tensor(model.init_centers_ - X.mean(0))
+    for _ in range(2):
+        centres = centres.clone().requires_grad_()
+        log_q = log_soft_assignment(z, centres, 1.0)
+        (gradient,) = torch.autograd.grad(
+            kl_divergence(target_distribution(log_q.exp()).detach(), log_q), centres
+        )
+        centres = centres.detach() - 0.5 * gradient
+    np.testing.assert_allclose(model.cluster_centers_ - X.mean(0), centres.numpy(), atol=1e-5)

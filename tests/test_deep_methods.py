@@ -491,3 +491,246 @@ def test_annealed_dkm_spends_epochs_epochs_at_each_alpha_then_keeps_the_last():
     assert float(model._clustering_loss(z, centres, None, epoch=500)) == pytest.approx(
         expected(last), rel=1e-9
     )
+
+
+# From mutation audit 12 (the deep methods): each test below failed with one plausible bug in place and
+# passed without it.
+
+
+def test_the_per_batch_target_is_a_constant_of_the_step():
+    """With ``update_interval=None`` P is the batch's own sharpened Q, detached (ClustPy): its
+    gradient is that of KL(P‖Q) at a fixed P. A P left in the graph passed every other test."""
+    torch.manual_seed(0)
+    z, centres = torch.randn(12, 3), torch.randn(4, 3, requires_grad=True)
+    model = IDEC(n_clusters=4, alpha=2.0, update_interval=None)
+    model._clustering_loss(z, centres, None, 0).backward()
+    fixed = base.target_distribution(base.log_soft_assignment(z, centres, 2.0).exp()).detach()
+    expected = torch.autograd.grad(
+        base.kl_divergence(fixed, base.log_soft_assignment(z, centres, 2.0)), centres
+    )
+    torch.testing.assert_close(centres.grad, expected[0])
+
+
+def test_the_embedding_and_labels_are_those_of_the_trained_network(blobs):
+    """embedding_ is the final network's embedding of X, not the pretrained one: the embedding taken
+    before the clustering phase passed every other test."""
+    X, _ = blobs
+    model = IDEC(n_clusters=4, **SMALL, max_iter=20, update_interval=5, lr=0.01, random_state=0, device="cpu")
+    model.fit(X)
+    with torch.no_grad():
+        final = model._network_.encode(torch.as_tensor(X))
+    np.testing.assert_allclose(model.embedding_, final.double().numpy(), atol=1e-6)
+    centres = torch.as_tensor(model.cluster_centers_, dtype=torch.float32)
+    np.testing.assert_array_equal(model.labels_, base.nearest_centre(final, centres).numpy())
+
+
+def test_annealed_dkm_fits_epochs_steps_at_each_of_the_40_alphas(blobs, monkeypatch):
+    """The loop hands the loss its pass number from 0, so that DKM's α schedule spends ``epochs``
+    passes at each of its 40 values: one stage in all, or a schedule a pass ahead, passed every
+    other test."""
+    import clusterbench.methods.dkm as dkm
+
+    X, _ = blobs
+    used = []
+    original = dkm.dkm_loss
+    monkeypatch.setattr(
+        dkm, "dkm_loss", lambda z, c, alpha, d: used.append(alpha) or original(z, c, alpha, d)
+    )
+    params = {**SMALL, "pretrain_epochs": 1, "batch_size": 120}  # 2 steps a pass
+    model = DKM(n_clusters=4, **params, alpha="annealed", epochs=1, random_state=0, device="cpu").fit(X)
+    assert model.n_iter_ == 40 * 2
+    assert used == [alpha for alpha in annealed_alphas() for _ in range(2)]
+
+
+def test_the_clustering_phase_reconstructs_with_the_chosen_reduction(blobs):
+    """L_r in the clustering phase is reduced as ``reconstruction_reduction`` says (the Khatri-Rao
+    runs' per-sample sum), not always per element: the mean passed every other test."""
+    X, _ = blobs
+    params = dict(
+        **SMALL, reconstruction_reduction="sum_per_sample", max_iter=1, random_state=0, device="cpu"
+    )
+    model = IDEC(n_clusters=4, **params).fit(X)
+    network, head = model._network_, model._head_
+    x = torch.as_tensor(X[:32])
+    recon_only = model.set_params(reconstruction_weight=1.0, clustering_weight=0.0)
+    expected = ((x - network(x)[1]) ** 2).sum() / 32
+    torch.testing.assert_close(recon_only._step_loss(network, head, x, None, 0), expected)
+
+
+def test_the_reconstruction_error_weighs_each_chunk_by_its_rows(monkeypatch):
+    """pretrain_loss_ (what 'auto' compares) is the loss of one batch of every row, however the rows
+    are chunked: a mean of the chunks' means passed every other test (their data fit in one chunk)."""
+    monkeypatch.setattr(base, "EMBED_CHUNK", 7)
+    torch.manual_seed(0)
+    network = base.MLPAutoencoder((5, 3, 2))
+    data = torch.randn(20, 5) * torch.linspace(0.1, 5.0, 20)[:, None]  # chunks of unequal error
+    with torch.no_grad():
+        expected = float(base.reconstruction_loss(data, network(data)[1], "sum_per_sample"))
+    assert base.reconstruction_error(network, data, "sum_per_sample") == pytest.approx(expected, rel=1e-6)
+
+
+def test_other_data_of_the_same_shape_pretrains_its_own_network(blobs, pretrain_calls):
+    """The data keys the cache: without its digest, a fit on rescaled (or other subsampled) data of
+    the same shape loaded the first data's autoencoder, and every other test passed."""
+    X, _ = blobs
+    params = dict(n_clusters=4, **{**SMALL, "pretrain_epochs": 2}, max_iter=2, random_state=0, device="cpu")
+    IDEC(**params).fit(X)
+    other = IDEC(**params).fit(X * 2.0)
+    assert len(pretrain_calls) == 2 and not other.pretrained_from_cache_
+
+
+def pretrain_twelve_rows(network, epochs: int) -> float:
+    """base.pretrain on the rows 0..11 (one feature) in batches of 5, 5 and 2, seeded."""
+    data = torch.arange(12.0)[:, None]
+    generator = torch.Generator().manual_seed(0)
+    return base.pretrain(
+        network, data, epochs=epochs, batch_size=5, lr=1e-3, reduction="mean", generator=generator
+    )
+
+
+def test_pretraining_draws_a_fresh_batch_order_at_each_epoch():
+    """Each pretraining epoch walks its own seeded permutation of all the rows (docs: a fresh
+    permutation per epoch): one order drawn for every epoch passed every other test."""
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(()))
+            self.seen = []
+
+        def forward(self, x):
+            self.seen.append(x[:, 0].tolist())
+            return x, x * self.w
+
+    network = Recorder()
+    pretrain_twelve_rows(network, epochs=3)
+    epochs = [[row for batch in network.seen[i : i + 3] for row in batch] for i in (0, 3, 6)]  # 5, 5, 2 rows
+    assert all(sorted(order) == list(range(12)) for order in epochs)
+    assert len({tuple(order) for order in epochs}) == 3
+
+
+def test_the_centroids_are_seeded_by_kmeans_on_the_embedding_with_the_fits_seed(blobs, monkeypatch):
+    """IDEC's centroids start at scikit-learn's KMeans(n_init, random_state) on the pretrained
+    embedding, seeded by the fit's own seed: a seeding with one fixed seed, or with one restart,
+    passed every other test (on clear blobs every seed finds one solution, so this runs on
+    structureless data)."""
+    X = np.random.default_rng(1).uniform(size=(120, 6)).astype(np.float32)
+    seen = []
+    original = base.kmeans_seeding
+    monkeypatch.setattr(base, "kmeans_seeding", lambda E, *a: seen.append(E) or original(E, *a))
+    starts, restarts_matter = [], []
+    for seed in (0, 9):
+        params = dict(layers=(6, 3), pretrain_epochs=1, pretrain_seed=0, n_init=3, max_iter=1, device="cpu")
+        model = IDEC(n_clusters=6, **params, random_state=seed).fit(X)
+        expected = KMeans(6, n_init=3, random_state=seed).fit(seen[-1]).cluster_centers_
+        np.testing.assert_allclose(model.init_centers_, expected, atol=1e-5)
+        starts.append(model.init_centers_)
+        one_restart = KMeans(6, n_init=1, random_state=seed).fit(seen[-1]).cluster_centers_
+        restarts_matter.append(np.abs(one_restart - expected).max() > 1e-2)
+    np.testing.assert_array_equal(seen[0], seen[1])  # one pretrained network (pretrain_seed)
+    assert np.abs(starts[0] - starts[1]).max() > 1e-2
+    assert any(restarts_matter)  # at one seed at least, the best of 3 restarts is not the first
+
+
+def test_the_protocentroids_are_seeded_by_khatri_rao_kmeans_as_configured(blobs, monkeypatch):
+    """The Khatri-Rao seeding runs with kr_n_init restarts, kr_max_iter iterations and the fit's
+    seed: a fixed seed or the default iteration cap passed every other test."""
+    from clusterbench.methods.kr_kmeans import KhatriRaoKMeans
+
+    X, _ = blobs
+    seen = []
+    original = KhatriRaoKMeans.fit
+    monkeypatch.setattr(
+        KhatriRaoKMeans, "fit", lambda self, E: seen.append(self.get_params()) or original(self, E)
+    )
+    params = dict(**SMALL, hadamard_multiplier=None, kr_n_init=3, kr_max_iter=7, max_iter=1, device="cpu")
+    KhatriRaoIDEC(n_clusters=4, **params, random_state=5).fit(X)
+    KhatriRaoDKM(n_clusters=4, **params, random_state=6).fit(X)
+    assert [(p["n_init"], p["max_iter"], p["random_state"]) for p in seen] == [(3, 7, 5), (3, 7, 6)]
+    assert [(p["aggregator"], p["h"]) for p in seen] == [("sum", None)] * 2
+
+
+def test_auto_trains_the_reference_for_its_own_epochs_then_each_compressed_network(blobs, monkeypatch):
+    """'auto' trains the full autoencoder reference_pretrain_epochs epochs, then compressed ones of
+    pretrain_epochs + step·(m − 1) epochs: a reference trained pretrain_epochs passed every other
+    test."""
+    epochs = []
+    original = base.pretrain
+    monkeypatch.setattr(base, "pretrain", lambda *a, **k: epochs.append(k["epochs"]) or original(*a, **k))
+    X, _ = blobs
+    params = dict(n_clusters=4, layers=(16, 12, 8, 4), pretrain_batch_size=64, epochs=1, kr_n_init=1)
+    model = KhatriRaoDKM(**params, hadamard_multiplier="auto", pretrain_epochs=1, pretrain_epochs_step=2)
+    model.set_params(reference_pretrain_epochs=5, random_state=0, device="cpu").fit(X)
+    m = model.hadamard_multiplier_
+    assert epochs == [5] + [1 + 2 * (i - 1) for i in range(1, m + 1)]
+
+
+def test_dcec_builds_its_network_with_the_given_channels():
+    """DCEC's three convolutions have ``channels`` filters: a network built with the default
+    (32, 64, 128) whatever was asked passed every other test."""
+    X = np.random.default_rng(0).standard_normal((20, 64)).astype(np.float32)
+    model = DCEC(n_clusters=2, channels=(3, 5, 6), embedding_dim=2, pretrain_epochs=1, max_iter=1)
+    model.set_params(random_state=0, device="cpu").fit(X)
+    convs = [m for m in model._network_.encoder.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [c.out_channels for c in convs] == [3, 5, 6]
+
+
+def test_n_params_counts_the_network_and_the_head(blobs):
+    """n_params_ (the Khatri-Rao params column) is every network parameter plus the head's: k·e
+    centroids, or h1 + h2 protocentroids of e values. The existing test compared two models' counts
+    less the same 16, so a count without the head passed it."""
+    X, _ = blobs
+    idec = IDEC(n_clusters=4, **SMALL, max_iter=1, random_state=0, device="cpu").fit(X)
+    network = sum(p.numel() for p in idec._network_.parameters())
+    assert idec.n_params_ == network + 4 * 4
+    kr = KhatriRaoIDEC(n_clusters=6, h=(2, 3), **SMALL, hadamard_multiplier=None, kr_n_init=1, max_iter=1)
+    kr.set_params(random_state=0, device="cpu").fit(X)
+    assert kr.n_params_ == sum(p.numel() for p in kr._network_.parameters()) + (2 + 3) * 4
+
+
+def test_labels_by_kmeans_reclusters_into_as_many_clusters_as_the_head_has_centroids(blobs):
+    """With Khatri-Rao set sizes h the head has h1·h2 centroids whatever n_clusters says, and the
+    k-means re-clustering takes that many: one of n_clusters passed every other test."""
+    X, _ = blobs
+    model = KhatriRaoIDEC(n_clusters=8, h=(2, 2), **SMALL, hadamard_multiplier=None, kr_n_init=1, max_iter=1)
+    model.set_params(labels_by="kmeans", n_init=2, random_state=0, device="cpu").fit(X)
+    assert model.kmeans_.n_clusters == 4 and set(model.labels_) <= set(range(4))
+
+
+def test_idecs_defaults_are_the_papers():
+    """IDEC's defaults are Guo et al.'s: γ = 0.1 on KL(P‖Q) beside a reconstruction of weight 1,
+    α = 1, P every 140 steps, tol 0.1%, 2·10⁴ steps, the d-500-500-2000-10 autoencoder pretrained
+    200 epochs: γ = 1 passed every other test."""
+    expected = dict(
+        clustering_weight=0.1, reconstruction_weight=1.0, alpha=1.0, update_interval=140, tol=1e-3,
+        max_iter=20000, layers=(500, 500, 2000, 10), pretrain_epochs=200, reconstruction_reduction="mean",
+    )  # fmt: skip
+    params = IDEC().get_params()
+    assert {name: params[name] for name in expected} == expected
+
+
+def test_pretraining_reports_the_last_epochs_mean_loss_over_its_rows():
+    """pretrain returns the last epoch's loss averaged over rows, a short last batch weighing by its
+    rows: a mean of the batches' means passed every other test. The network reconstructs 0 whatever
+    its weight, so every epoch's loss is the mean of x² over the rows."""
+
+    class Zero(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(()))
+
+        def forward(self, x):
+            return x, x * 0.0 * self.w
+
+    data = torch.arange(12.0)[:, None]
+    mean = pretrain_twelve_rows(Zero(), epochs=2)
+    assert mean == pytest.approx(float(data.square().mean()), rel=1e-6)  # 5 + 5 + 2 rows
+
+
+def test_an_embedding_as_wide_as_the_input_is_allowed(blobs):
+    """Only an embedding wider than the input is refused without allow_wider_embedding: refusing
+    one as wide passed every other test."""
+    X, _ = blobs
+    params = {**SMALL, "layers": (16, 20), "pretrain_epochs": 1}
+    model = IDEC(n_clusters=4, **params, max_iter=1, random_state=0, device="cpu").fit(X)
+    assert model.embedding_.shape == (240, 20)
