@@ -336,3 +336,25 @@ def test_each_sgd_step_moves_the_centroids_by_that_steps_gradient_alone(blobs):
         )
         centres = centres.detach() - 0.5 * gradient
     np.testing.assert_allclose(model.cluster_centers_ - X.mean(0), centres.numpy(), atol=1e-5)
+
+
+def test_the_kmeans_seedings_kept_are_the_latest_few(blobs, monkeypatch):
+    """The remembered seedings stay bounded, the oldest evicted first and refitted when asked for
+    again, the newest kept (an eviction of the newest was caught only when earlier tests had filled
+    the memory: a test-order accident)."""
+    X, _ = blobs
+    fits = []
+    original = dec_module.KMeans.fit
+    monkeypatch.setattr(
+        dec_module.KMeans, "fit", lambda self, data: fits.append(self.random_state) or original(self, data)
+    )
+    monkeypatch.setattr(dec_module, "_SEEDINGS", dec_module.OrderedDict())
+    seeds = range(dec_module.SEEDINGS_KEPT + 2)
+    first = {seed: dec_module.kmeans_seeding(X, 3, 1, seed) for seed in seeds}
+    assert fits == list(seeds) and len(dec_module._SEEDINGS) == dec_module.SEEDINGS_KEPT
+    newest = dec_module.kmeans_seeding(X, 3, 1, seeds[-1])  # remembered: no fit
+    assert fits == list(seeds)
+    np.testing.assert_array_equal(newest, first[seeds[-1]])
+    oldest = dec_module.kmeans_seeding(X, 3, 1, 0)  # evicted: fitted again, to the same centres
+    assert fits == [*seeds, 0]
+    np.testing.assert_array_equal(oldest, first[0])

@@ -665,6 +665,29 @@ def test_auto_trains_the_reference_for_its_own_epochs_then_each_compressed_netwo
     assert epochs == [5] + [1 + 2 * (i - 1) for i in range(1, m + 1)]
 
 
+def test_auto_is_from_the_cache_only_when_its_reference_network_is_too(blobs, monkeypatch):
+    """pretrained_from_cache_ with 'auto' says whether every network of the schedule was loaded:
+    the full reference network retrained while the compressed ones loaded is no cached fit."""
+    X, _ = blobs
+    params = dict(n_clusters=4, layers=(16, 12, 8, 4), pretrain_batch_size=64, epochs=1, kr_n_init=1)
+    model = KhatriRaoDKM(**params, hadamard_multiplier="auto", pretrain_epochs=1, pretrain_epochs_step=2)
+    model.set_params(reference_pretrain_epochs=3, random_state=0, device="cpu")
+    assert not model.fit(X).pretrained_from_cache_
+    assert model.fit(X).pretrained_from_cache_  # every network loaded
+    loaded = []
+    original = KhatriRaoDKM._load_or_pretrain
+
+    def reference_missed(self, *args):
+        loss, hit = original(self, *args)
+        loaded.append(hit)
+        return loss, hit and len(loaded) > 1  # the first call, the reference's, as if retrained
+
+    monkeypatch.setattr(KhatriRaoDKM, "_load_or_pretrain", reference_missed)
+    refit = model.fit(X)
+    assert all(loaded) and len(loaded) == 1 + refit.hadamard_multiplier_
+    assert not refit.pretrained_from_cache_
+
+
 def test_dcec_builds_its_network_with_the_given_channels():
     """DCEC's three convolutions have ``channels`` filters: a network built with the default
     (32, 64, 128) whatever was asked passed every other test."""

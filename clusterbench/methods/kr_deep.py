@@ -87,10 +87,10 @@ class KhatriRaoDeep:
         pretrain_seed = self._pretrain_seed(seed)
         self._multiplier = None
         reference = self._seeded_network(n_features, pretrain_seed)
-        self.reference_pretrain_loss_, _ = self._load_or_pretrain(
+        # From the cache only if every network the schedule needed was, the reference too.
+        self.reference_pretrain_loss_, from_cache = self._load_or_pretrain(
             reference, data, self.reference_pretrain_epochs, pretrain_seed
         )
-        from_cache = True
         for multiplier in range(1, MAX_MULTIPLIER + 1):
             self._multiplier = multiplier
             network = self._seeded_network(n_features, pretrain_seed)
