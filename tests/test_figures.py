@@ -224,3 +224,94 @@ def test_the_script_draws_fig8_from_the_committed_search_and_refuses_without_rec
     empty = script("clam_figures", "8", "--out", str(tmp_path), "--results", str(tmp_path / "none"))
     assert empty.returncode == 2 and len(empty.stderr.strip().splitlines()) == 1
     assert "run -m experiment=clam_search profile=paper results_dir=" in empty.stderr
+
+
+# From mutation audit 14 (the figures): each test below failed with one plausible bug in place
+# and passed without it.
+
+
+def test_search_curves_leave_out_failed_runs_and_other_experiments_kmeans():
+    """A failed clam_search run is no point of Fig. 7, and k-means' line is clam_baselines' only
+    (not, say, a k-means run of another experiment on the same data)."""
+    centre = {"beta": 2.4, "lr": 0.1, "mask_prob": 0.2, "mask_value": "mean", "n_clusters": 7, "steps": 5}
+    failed = _record("clam_search", "clam", {**centre, "beta": 9.0}, "sc", 0.9, "bad") | {"status": "failed"}
+    rows = [
+        _record("clam_search", "clam", centre, "sc", 0.40, "ok"),
+        failed,
+        _record("clam_baselines", "kmeans", {"init": "a"}, "sc", 0.37, "a"),
+        _record("clam_table1", "kmeans", {"init": "b"}, "sc", 0.99, "b"),
+    ]
+    (curve,) = figures.search_curves(pd.DataFrame(rows), "beta")
+    assert curve.values == [2.4] and curve.sc == {5: [0.40]}
+    assert curve.kmeans_sc == 0.37
+
+
+def test_figure_beta_is_twice_the_beta_of_eq_4():
+    """The figures' β is the authors' code's, exp(−(β/2)‖ρ − x‖²): the point below ρ_1 still goes
+    to ρ_1 at figure β = 5 (eq. 4's 2.5), and to its nearest prototype only at eq. 4's β = 5."""
+    point = np.array([[0.45, 0.1]])
+    assert figures.basin_labels(point, THREE, 5.0)[0] == 0
+    assert figures.basin_labels(point, THREE, 5.0, beta_scale=1.0)[0] == 1
+
+
+def test_mask_value_curves_show_only_the_mask_values_run():
+    """Fig. 10's x axis holds the mask values that were searched, in MASK_VALUES' order, no NaN
+    placeholders for values never run."""
+    centre = {"beta": 2.4, "lr": 0.1, "mask_prob": 0.2, "mask_value": "mean", "n_clusters": 7, "steps": 5}
+    rows = [
+        _record("clam_search", "clam", {**centre, "mask_value": value}, "sc", sc, value)
+        for value, sc in [("max", 0.2), ("mean", 0.4)]
+    ]
+    (curve,) = figures.search_curves(pd.DataFrame(rows), "mask_value")
+    assert curve.values == ["mean", "max"] and curve.sc == {5: [0.4, 0.2]}
+
+
+def test_toy_panel_scores_the_clustering_not_the_classes():
+    """A panel's SC is the silhouette of its clusters (NMI and ARI compare them with the classes)."""
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 0.0], [5.1, 0.0]])
+    y = np.array([0, 0, 1, 1])
+    labels = np.array([0, 1, 0, 1])
+    panel = figures._panel("mixed", X, y, labels, None)
+    assert panel.sc == pytest.approx(figures.silhouette(X, labels, max_samples=None)) and panel.sc < 0
+    assert panel.nmi == pytest.approx(0.0) and panel.labels.tolist() == [0, 1, 0, 1]
+
+
+def test_prototype_rows_share_a_colour_scale_at_the_99th_percentile():
+    """Fig. 6's row scale is the 99th percentile of |ρ|, so one extreme pixel does not set it."""
+    prototypes = np.ones((2, 784))
+    prototypes[0, 0] = 100.0
+    grid = figures.draw_prototype_evolution(figures.Evolution({0: prototypes}, 10, 1, 0.0), "Fig. 6")
+    scale = np.percentile(np.abs(prototypes), 99)
+    assert scale == pytest.approx(1.0)
+    assert grid.axes[0].images[0].get_clim() == pytest.approx((-scale, scale))
+
+
+def test_the_script_draws_basins_at_the_full_grid_unless_quick(tmp_path, monkeypatch):
+    """Without ``--quick`` Fig. 4 is the paper's 500 x 500 grid; ``--quick`` the coarse one."""
+    import sys
+
+    from tests.helpers import load_script
+
+    script = load_script("clam_figures")
+    asked = []
+
+    def stop(prototypes, betas, resolution):
+        asked.append(resolution)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(figures, "basins_of_attraction", stop)
+    for words in ([], ["--quick"]):
+        monkeypatch.setattr(sys, "argv", ["clam_figures.py", "4", "--out", str(tmp_path), *words])
+        with pytest.raises(RuntimeError, match="stop"):
+            script.main()
+    assert asked == [figures.BASIN_RESOLUTION, figures.QUICK.basin_resolution] == [500, 120]
+
+
+def test_hollow_markers_sit_on_the_runs_that_left_clusters_empty():
+    """Fig. 7-10 ring exactly the runs with fewer than k clusters found, at their SC."""
+    curve = figures.SearchCurves(
+        "zoo", "beta", [0.5, 1.0, 2.0], {5: [0.1, 0.2, 0.3]}, {5: [False, True, False]}, {"beta": 1.0}, 0.2
+    )
+    line, ring = figures.draw_search_curves([curve], "Fig. 7").axes[0].get_lines()[:2]
+    np.testing.assert_array_equal(line.get_ydata(), [0.1, 0.2, 0.3])
+    assert ring.get_xdata().tolist() == [1.0] and ring.get_ydata().tolist() == [0.2]

@@ -315,3 +315,52 @@ def test_fig1_draws_only_the_asked_seed_and_only_successful_runs(tmp_path):
     assert figures.mutual_information_curves(records, tmp_path) is None
     curves = figures.mutual_information_curves(records, tmp_path, seed=1)
     np.testing.assert_array_equal(curves.curves["MI-ADM"], [7.0])
+
+
+# From mutation audit 14 (the figures): each test below failed with one plausible bug in place
+# and passed without it.
+
+
+def test_fig1_labels_each_curve_with_its_runs_scores_from_iteration_zero_under_log_k(tmp_path):
+    """Fig. 1's legend gives the run's own NMI and ACC, its x axis starts at 0 (before phase 2's
+    first pass), and the dotted bound is log K, not K."""
+    path = record_path(tmp_path, "smoke", "sr_table3", "cmu_pie", "mi_adm", "run")
+    write_record(path, _fig1_rows("run"), labels=np.zeros(3), trace={"mutual_information_": [1.0, 2.0, 3.0]})
+    curves = figures.mutual_information_curves(load_records(tmp_path, "smoke"), tmp_path)
+    assert curves.scores == {"MI-ADM": {"nmi": 0.5, "acc": 0.25}}
+    lines = figures.draw_mutual_information(curves, "Fig. 1").axes[0].get_lines()
+    np.testing.assert_array_equal(lines[0].get_xdata(), [0, 1, 2])
+    assert lines[0].get_label() == "MI-ADM (NMI 0.500, ACC 0.250)"
+    np.testing.assert_allclose(lines[1].get_ydata(), [math.log(68)] * 2)
+
+
+def test_the_figure_script_reads_paper_records_unless_quick(tmp_path, monkeypatch):
+    """Fig. 1 draws the paper-profile runs by default; ``--quick`` the smoke profile's."""
+    script = load_script("sr_figures")
+    asked = []
+
+    def records(results, profile, experiments):
+        asked.append(profile)
+        return pd.DataFrame()
+
+    monkeypatch.setattr(script, "load_records", records)
+    for words in ([], ["--quick"]):
+        argv = ["sr_figures.py", "--results", str(tmp_path), "--out", str(tmp_path), "--missing-ok", *words]
+        monkeypatch.setattr(sys, "argv", argv)
+        script.main()
+    assert asked == ["paper", "smoke"]
+
+
+def test_fig1_draws_one_run_per_method_the_first_in_run_order(tmp_path):
+    """Two MI-ADM runs at one seed (K = 10 and K = 100): the curve, scores and log K are all the
+    first run's (K = 10, runs ordered by hyperparameter value), not a mix or the last."""
+    for clusters, trace in ((100, [5.0]), (10, [1.0])):
+        key = f"k{clusters}"
+        rows = [
+            row | {"params": json.dumps({"n_clusters": clusters, "targets": "mi"})} for row in _fig1_rows(key)
+        ]
+        path = record_path(tmp_path, "smoke", "sr_table3", "cmu_pie", "mi_adm", key)
+        write_record(path, rows, labels=np.zeros(3), trace={"mutual_information_": trace})
+    curves = figures.mutual_information_curves(load_records(tmp_path, "smoke"), tmp_path)
+    np.testing.assert_array_equal(curves.curves["MI-ADM"], [1.0])
+    assert curves.n_clusters == 10
