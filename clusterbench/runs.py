@@ -45,6 +45,13 @@ def wide_runs(records: pd.DataFrame) -> pd.DataFrame:
 
 # The hyperparameters that say where a fit ran, not what it fitted.
 PLACE = ("device", "n_threads")
+# What makes two runs the same point and seed (a fit run twice), ``point`` from :func:`with_points`.
+SAME_POINT = ["profile", "dataset", "method", "variant", "seed", "point"]
+
+
+def with_points(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with a ``point`` column: each run's params without where it ran (:data:`PLACE`)."""
+    return runs.assign(point=runs["params"].map(lambda p: params_without(p, *PLACE)))
 
 
 def _params_order(params: str) -> tuple:
@@ -92,11 +99,8 @@ def _latest_run_per_point(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFram
     two configurations into one cell. Twins elsewhere are one fit, so a metric the kept record
     lacks is its latest successful twin's (a point rescored under another suite on the other
     machine: the first suite's SC stays)."""
-    keys = ["experiment", "profile", "dataset", "method", "variant", "seed", "point"]
-    frame = runs.assign(
-        point=runs["params"].map(lambda p: params_without(p, *PLACE)),
-        succeeded=runs["status"] == "ok",
-    )
+    keys = ["experiment", *SAME_POINT]
+    frame = with_points(runs).assign(succeeded=runs["status"] == "ok")
     ranked = frame.sort_values(["succeeded", "timestamp"], kind="stable")
     kept = ranked.drop_duplicates(keys, keep="last")
     chosen = runs.loc[kept.index.sort_values()]

@@ -74,6 +74,15 @@ def table_cells(markdown: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines]
 
 
+def one_run(seed, params, scores, **keywords):
+    """A record's rows (tests.test_tables.run) of dataset zoo, method k-means."""
+    return test_tables.run("zoo", "kmeans", seed, params, scores, **keywords)
+
+
+def records_of(*runs) -> pd.DataFrame:
+    return test_tables.frame(*runs).assign(timestamp="")
+
+
 def test_mean_and_std_are_numpys_over_the_seeds_records(results):
     records = load_records(results, "smoke", ["adhoc"])
     summary = summarize(records)
@@ -239,10 +248,10 @@ def test_a_summary_row_pools_seeds_that_ran_on_other_devices_or_threads(place):
     runner writes into every record's params) or on a GPU had its seeds split over rows, each
     mean ± std over part of them, while the tables pool them."""
     other = {"device": "cuda", "n_threads": 2}
-    records = test_tables.frame(
-        test_tables.run("zoo", "kmeans", 0, {"k": 3, **place}, {"sc": 0.2}),
-        test_tables.run("zoo", "kmeans", 1, {"k": 3, **{key: other[key] for key in place}}, {"sc": 0.4}),
-    ).assign(timestamp="")
+    records = records_of(
+        one_run(0, {"k": 3, **place}, {"sc": 0.2}),
+        one_run(1, {"k": 3, **{key: other[key] for key in place}}, {"sc": 0.4}),
+    )
     summary = summarize(records)
     assert len(summary) == 1 and summary["runs"].iloc[0] == 2
     assert summary["sc_mean"].iloc[0] == pytest.approx(0.3)
@@ -251,15 +260,6 @@ def test_a_summary_row_pools_seeds_that_ran_on_other_devices_or_threads(place):
 
 # From mutation audit 13 (the summary and the report): each test below failed with one plausible bug in
 # place and passed without it.
-
-
-def one_run(seed, params, scores, **keywords):
-    """A record's rows (tests.test_tables.run) of dataset zoo, method k-means."""
-    return test_tables.run("zoo", "kmeans", seed, params, scores, **keywords)
-
-
-def records_of(*runs) -> pd.DataFrame:
-    return test_tables.frame(*runs).assign(timestamp="")
 
 
 def test_a_row_of_one_run_has_no_std_and_shows_its_value_alone():

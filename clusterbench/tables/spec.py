@@ -12,7 +12,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from clusterbench.catalog import load_option, method_names, option_label, options
 from clusterbench.errors import UserError
-from clusterbench.runs import PLACE, params_without
+from clusterbench.runs import SAME_POINT, with_points
 from clusterbench.tables.protocols import ranking
 from clusterbench.validation import is_int
 
@@ -176,13 +176,12 @@ def _check_one_experiment_per_point(spec: DictConfig, runs: pd.DataFrame) -> Non
     cell would count the seed twice or average two set-ups, and neither is silently right."""
     if len(spec.experiments) < 2 or runs.empty:
         return
-    keys = ["profile", "dataset", "method", "variant", "seed", "point"]
-    frame = runs.assign(point=runs["params"].map(lambda p: params_without(p, *PLACE)))
-    shared = frame[frame.duplicated(keys, keep=False)]
+    frame = with_points(runs)
+    shared = frame[frame.duplicated(SAME_POINT, keep=False)]
     if shared.empty:
         return
     first = shared.iloc[0]
-    same = shared[(shared[keys] == first[keys]).all(axis=1)]
+    same = shared[(shared[SAME_POINT] == first[SAME_POINT]).all(axis=1)]
     raise UserError(
         f"table {spec.name}: {first['method']} on {first['dataset']} at seed {first['seed']} "
         f"(hyperparameters {first['point']}) is recorded by experiments "
