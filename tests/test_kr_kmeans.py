@@ -30,6 +30,13 @@ from clusterbench.methods.kr_kmeans import (
 AGGREGATORS = ("sum", "product")
 
 
+@pytest.fixture(params=["compiled", "tiles"])
+def sum_path(request, monkeypatch):
+    """The sum's assignment on the CPU by its compiled loop, and by the torch tiles other devices use."""
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", request.param == "compiled")
+    return request.param
+
+
 def planted(aggregator: str, sizes=(2, 3), d=4, per_cluster=40, noise=0.05, seed=0):
     """Points around centroids that truly are θ¹_i ⊕ θ²_j; labels are the row-major tuples."""
     rng = np.random.default_rng(seed)
@@ -325,7 +332,7 @@ def test_distances_stay_exact_far_from_the_origin(aggregator, dtype, offset):
 @pytest.mark.parametrize("restarts", [1, 3])
 @pytest.mark.parametrize("memory_efficient", [False, True])
 def test_the_sum_assignment_without_centroids_equals_the_materialised_one(
-    dtype, sizes, restarts, memory_efficient, monkeypatch
+    dtype, sizes, restarts, memory_efficient, sum_path, monkeypatch
 ):
     # Small tiles, so that several row and prefix tiles are reduced; off-centre data and a k
     # below Πh (the last tuples are no centroids). Labels equal, distances equal to rounding.
@@ -349,34 +356,40 @@ def test_the_sum_assignment_without_centroids_equals_the_materialised_one(
         )
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("sizes", [(7, 4), (13, 11), (3, 4, 5)])
-def test_the_sum_assignment_on_several_threads_tiles_float32_per_thread_with_the_same_labels(
-    sizes, monkeypatch
+@pytest.mark.parametrize("restarts", [1, 3])
+def test_the_compiled_sum_assignment_gives_the_tiles_labels_on_any_thread_count(
+    dtype, sizes, restarts, monkeypatch
 ):
-    # Float32 on two CPU threads takes tiles twice as large (TILE_ELEMENTS per thread): other tile
-    # edges, the same labels as the materialised path and as one thread.
-    monkeypatch.setattr("clusterbench.methods.kr_kmeans.TILE_ELEMENTS", 97)
-    rng = torch.Generator().manual_seed(len(sizes))
-    points = 3 * torch.randn(1500, 7, generator=rng) + 20
-    draws = torch.randperm(1500, generator=rng)[: sum(sizes)][None]
+    # Small row chunks (1500 rows in chunks of 128 or fewer), so that the threads share out
+    # several, a last short one among them: the labels and values of the tiles and of one thread,
+    # bit for bit; torch's thread count is given back.
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.PRODUCTS_ELEMENTS", 128 * 7)
+    rng = torch.Generator().manual_seed(len(sizes) + restarts)
+    points = (3 * torch.randn(1500, 7, generator=rng, dtype=torch.float64) + 20).to(dtype)
+    draws = torch.stack([torch.randperm(1500, generator=rng)[: sum(sizes)] for _ in range(restarts)])
     sets = [0.5 * points[part] for part in draws.split(list(sizes), 1)]
     frame = centred_norms(points)
-    expected = assign_explicit(points, frame, sets, "sum", math.prod(sizes))[0]
+    n_centroids = math.prod(sizes) - 2
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", False)
+    tiles = assign_without_centroids(points, frame, sets, n_centroids)
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", True)
     threads = torch.get_num_threads()
     try:
-        torch.set_num_threads(1)
-        single = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
-        torch.set_num_threads(2)
-        labels = assign_without_centroids(points, frame, sets, math.prod(sizes))[0]
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            labels, distances = assign_without_centroids(points, frame, sets, n_centroids)
+            assert torch.get_num_threads() == count
+            torch.testing.assert_close(labels, tiles[0], rtol=0, atol=0)
+            torch.testing.assert_close(distances, tiles[1], rtol=0, atol=0)
     finally:
         torch.set_num_threads(threads)
-    torch.testing.assert_close(labels, expected, rtol=0, atol=0)
-    torch.testing.assert_close(labels, single, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("sizes", [(4, 3), (3, 2, 4)])
-def test_the_sum_assignment_keeps_the_first_of_tied_centroids(dtype, sizes, monkeypatch):
+def test_the_sum_assignment_keeps_the_first_of_tied_centroids(dtype, sizes, sum_path, monkeypatch):
     # Exact ties: integer data and protocentroids whose means are 0 (the centring then shifts
     # nothing), so every distance is exact and many points sit at equal distance from distinct
     # centroids; duplicated protocentroids tie whole rows. Both paths must keep the first nearest

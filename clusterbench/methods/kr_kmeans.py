@@ -52,7 +52,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -88,14 +91,13 @@ CHUNK_ELEMENTS = 1 << 20
 # time (whole runs of the last set): the fit's memory stays near the data's own.
 LEAN_CHUNK_ELEMENTS = 1 << 16
 BLOCK_CENTROIDS = 256
-# The sum's assignment without centroids writes its (restarts × rows × centroids) values in tiles
-# of this many elements (2 MiB in float64), each reduced while it is in cache: two torch ops per
-# tile, so smaller tiles pay more in dispatch than they gain in cache (at k = 2500 and 10000,
-# 2^16-element tiles took 1.2x and 1.9x as long as 2^18, one thread, a busy machine). Float32 on
-# several CPU threads: this many per thread, as torch splits each tile's two ops across them (the
-# whole assignment at two threads 25-28% faster at k = 2500 and 10000 with 2^19-element tiles in
-# three of four interleaved comparisons, the fourth even; float64 gained nothing from larger tiles
-# and one thread nothing from smaller ones; docs/benchmarks.md).
+# The sum's assignment without centroids finds each point's nearest index tuple with a compiled
+# loop on the CPU (clusterbench.methods._nearest_tuple; False: torch tiles there too, as tests
+# compare the two). Off the CPU it writes its (restarts × rows × centroids) values in tiles of
+# TILE_ELEMENTS elements (2 MiB in float64), each reduced while it is in cache: two torch ops
+# per tile, so smaller tiles pay more in dispatch than they gain in cache (on the CPU, at k = 2500
+# and 10000, 2^16-element tiles took 1.2x and 1.9x as long as 2^18, one thread).
+COMPILED_ON_CPU = True
 TILE_ELEMENTS = 1 << 18
 # Its row chunks: the n × Σh products (and the prefix sums, and the chunk's centred points) hold
 # about this many elements each (2 MiB in float64), so that the default mode peaks near
@@ -623,47 +625,107 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
     + 2 Σ_(l<m) θ'ˡ_(j_l)·θ'ᵐ_(j_m) (:func:`_pair_table`, from the small set-pair Gram matrices)
     and a_l = −2(x − m)·θ'ˡ, the n × (h1 + … + hp) products of one GEMM. What remains is a
     minimum over the index tuples, n·Πh additions with no factor d. The value of a tuple is
-    (T + a_p) + (a_1 + … + a_(p−1)); per row chunk, T + a_p is written in tiles of
-    ``TILE_ELEMENTS`` (they stay in cache) and reduced over the last set at once; the prefix sum
-    is added to those minima (rounding is monotone: the minimum of the sums), the first least
-    prefix taken, and its row recomputed with the same arithmetic for the first least last
-    index: the row-major first nearest tuple, as :func:`assign_explicit` keeps. The products and
-    prefix sums of a row chunk hold at most ``PRODUCTS_ELEMENTS`` (``LEAN_CHUNK_ELEMENTS`` when
-    memory-efficient), so both modes use O((n + Σh)·d + Πh) memory.
+    (T + a_p) + (a_1 + … + a_(p−1)): per prefix (j1, …, j_(p−1)) the minimum over the last set,
+    plus the prefix sum (rounding is monotone: the minimum of the sums), the first least prefix,
+    and its row recomputed with the same arithmetic for the first least last index: the
+    row-major first nearest tuple, as :func:`assign_explicit` keeps. On the CPU a compiled loop
+    does the minimum (:func:`_nearest_compiled`), elsewhere torch tiles
+    (:func:`_nearest_by_tiles`), with the same labels. The products and prefix sums of a row
+    chunk hold at most ``PRODUCTS_ELEMENTS`` (``LEAN_CHUNK_ELEMENTS`` when memory-efficient), so
+    both modes use O((n + Σh)·d + Πh) memory.
     """
     mean, norms = frame
     sets = _centred_sets(protocentroids, mean)
     restarts, n = sets[0].shape[0], len(points)
     sizes = [theta.shape[1] for theta in sets]
     last, prefixes = sizes[-1], math.prod(sizes[:-1])
-    # Last set's index first: each tile is reduced over its leading axis, elementwise minima of
-    # whole contiguous rows, instead of minima over runs of h_p values (vector tails, per-row
-    # set-up): the whole assignment 5-15% faster at n = 20000, k = 2500 and 10000, 1 and 2
-    # threads, float32 and float64 (interleaved A/B, labels equal).
     table = _pair_table(sets, n_centroids).reshape(restarts, prefixes, last)
-    table_by_last = table.transpose(1, 2).contiguous()[:, :, None]  # (R, h_p, 1, prefixes)
     projector = torch.cat(sets, 1).mul_(-2).transpose(1, 2)  # (R, d, Σh): −2θ', an exact scaling
     budget = LEAN_CHUNK_ELEMENTS if memory_efficient else PRODUCTS_ELEMENTS
     rows = max(1, budget // max(restarts * sum(sizes), restarts * prefixes, points.shape[1]))
-    tile_elements = TILE_ELEMENTS
-    if points.device.type == "cpu" and points.element_size() <= 4:
-        tile_elements *= torch.get_num_threads()
-    tile_rows = max(1, tile_elements // (restarts * prefixes * last))
-    tile_prefixes = prefixes if tile_rows > 1 else max(1, tile_elements // (restarts * last))
-    tile = torch.empty(
-        (restarts, last, min(tile_rows, rows, n), min(tile_prefixes, prefixes)),
-        dtype=points.dtype,
-        device=points.device,
-    )
+
+    def products(first: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows first..stop − 1: a_p (R, m, h_p) and the prefix sums a_1 + … + a_(p−1)
+        (R, m, prefixes; 0 for p = 1)."""
+        *heads, tail = torch.matmul(points[first:stop] - mean, projector).split(sizes, -1)
+        return tail, _prefix_sums(heads) if heads else tail.new_zeros((*tail.shape[:2], 1))
+
     labels = torch.empty((restarts, n), dtype=torch.long, device=points.device)
     best = torch.empty((restarts, n), dtype=points.dtype, device=points.device)
+    nearest = _nearest_compiled if points.device.type == "cpu" and COMPILED_ON_CPU else _nearest_by_tiles
+    nearest(products, rows, table, labels, best)
+    return labels, (best + norms).clamp_min(0.0)
+
+
+def _nearest_compiled(products, rows: int, table, labels, best) -> None:
+    """The nearest tuples by :func:`clusterbench.methods._nearest_tuple.nearest_in_rows`, written
+    into ``labels`` and ``best``. On several torch threads the row chunks are shared out to as
+    many Python threads, each doing its chunk's GEMM at one torch thread and the compiled loop
+    without the GIL (scikit-learn's Lloyd loop has the same shape: per-thread chunks, a
+    single-threaded BLAS); torch is held at one thread meanwhile, so that its idle workers
+    spinning after a parallel operation do not take the cores from them."""
+    from clusterbench.methods._nearest_tuple import nearest_in_rows
+
+    table_by_last = table.transpose(1, 2).contiguous().numpy()  # (R, h_p, prefixes)
+    n, threads = labels.shape[1], torch.get_num_threads()
+
+    def chunk(first: int) -> None:
+        tail, head = products(first, first + rows)
+        stop = first + tail.shape[1]
+        written = labels[:, first:stop].numpy(), best[:, first:stop].numpy()
+        nearest_in_rows(tail.numpy(), head.numpy(), table_by_last, *written)
+
+    if threads == 1 or n <= rows:
+        for first in range(0, n, rows):
+            chunk(first)
+        return
+    rows = min(rows, -(-n // threads))  # a chunk for every thread
+    torch.set_num_threads(1)
+    try:
+        for _ in _thread_pool(threads).map(chunk, range(0, n, rows)):
+            pass
+    finally:
+        torch.set_num_threads(threads)
+
+
+_THREAD_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_THREAD_POOLS_LOCK = threading.Lock()
+
+
+def _thread_pool(threads: int) -> ThreadPoolExecutor:
+    """This process's pool of ``threads`` threads, made on first use: a forked child makes its
+    own, as the parent's threads do not exist in it."""
+    key = (os.getpid(), threads)
+    with _THREAD_POOLS_LOCK:
+        if key not in _THREAD_POOLS:
+            _THREAD_POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="kr-sum-assign")
+        return _THREAD_POOLS[key]
+
+
+def _nearest_by_tiles(products, rows: int, table, labels, best) -> None:
+    """The nearest tuples in torch operations (the path off the CPU): per row chunk, T + a_p is
+    written in tiles of ``TILE_ELEMENTS`` (they stay in cache) and reduced over the last set at
+    once, the prefix sums added to those minima, the first least prefix taken and its row
+    recomputed for the first least last index."""
+    restarts, prefixes, last = table.shape
+    n = labels.shape[1]
+    # Last set's index first: each tile is reduced over its leading axis, elementwise minima of
+    # whole contiguous rows, instead of minima over runs of h_p values (vector tails, per-row
+    # set-up): the whole assignment 5-15% faster at n = 20000, k = 2500 and 10000, 1 and 2
+    # threads, float32 and float64 (CPU, interleaved A/B, labels equal).
+    table_by_last = table.transpose(1, 2).contiguous()[:, :, None]  # (R, h_p, 1, prefixes)
+    tile_rows = max(1, TILE_ELEMENTS // (restarts * prefixes * last))
+    tile_prefixes = prefixes if tile_rows > 1 else max(1, TILE_ELEMENTS // (restarts * last))
+    tile = torch.empty(
+        (restarts, last, min(tile_rows, rows, n), min(tile_prefixes, prefixes)),
+        dtype=best.dtype,
+        device=best.device,
+    )
     for lo in range(0, n, rows):
-        products = torch.matmul(points[lo : lo + rows] - mean, projector)  # (R, m, Σh)
-        *heads, tail = products.split(sizes, -1)
-        head = _prefix_sums(heads)  # (R, m, prefixes): a_1 + … + a_(p−1), None for p = 1
-        m = products.shape[1]
+        tail, head = products(lo, lo + rows)
+        m = tail.shape[1]
         tail_first = tail.transpose(1, 2).contiguous()[..., None]  # (R, h_p, m, 1)
-        nearest = torch.empty((restarts, m, prefixes), dtype=points.dtype, device=points.device)
+        nearest = torch.empty((restarts, m, prefixes), dtype=best.dtype, device=best.device)
         for first in range(0, m, tile_rows):
             stop = min(m, first + tile_rows)
             for start in range(0, prefixes, tile_prefixes):
@@ -671,15 +733,12 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
                 values = tile[:, :, : stop - first, : end - start]
                 torch.add(table_by_last[..., start:end], tail_first[:, :, first:stop], out=values)
                 torch.amin(values, 1, out=nearest[:, first:stop, start:end])
-        if head is not None:
-            nearest += head
+        nearest += head
         prefix = nearest.argmin(-1)  # (R, m): the first least prefix
         best[:, lo : lo + m] = nearest.gather(-1, prefix[..., None])[..., 0]
         row = table.gather(1, prefix[..., None].expand(-1, -1, last)) + tail
-        if head is not None:
-            row += head.gather(-1, prefix[..., None])
+        row += head.gather(-1, prefix[..., None])
         labels[:, lo : lo + m] = prefix * last + row.argmin(-1)
-    return labels, (best + norms).clamp_min(0.0)
 
 
 def _centred_sets(protocentroids, mean) -> list[torch.Tensor]:
@@ -715,10 +774,8 @@ def _pair_table(sets, n_centroids: int) -> torch.Tensor:
     return table
 
 
-def _prefix_sums(parts) -> torch.Tensor | None:
-    """(R, m, h1·…·h_q) row-major sums a_1[j1] + … + a_q[jq] of ``parts`` (R, m, h_l); None if none."""
-    if not parts:
-        return None
+def _prefix_sums(parts) -> torch.Tensor:
+    """(R, m, h1·…·h_q) row-major sums a_1[j1] + … + a_q[jq] of ``parts`` (R, m, h_l), q ≥ 1."""
     combined = parts[0]
     for part in parts[1:]:
         combined = (combined[..., :, None] + part[..., None, :]).flatten(-2)
