@@ -675,14 +675,15 @@ def _nearest_compiled(products, rows: int, table, labels, best) -> None:
         written = labels[:, first:stop].numpy(), best[:, first:stop].numpy()
         nearest_in_rows(tail.numpy(), head.numpy(), table_by_last, *written)
 
-    if threads == 1 or n <= rows:
-        for first in range(0, n, rows):
+    rows = min(rows, -(-n // threads))  # a chunk for every thread
+    starts = range(0, n, rows)
+    if threads == 1 or len(starts) == 1:
+        for first in starts:
             chunk(first)
         return
-    rows = min(rows, -(-n // threads))  # a chunk for every thread
     torch.set_num_threads(1)
     try:
-        for _ in _thread_pool(threads).map(chunk, range(0, n, rows)):
+        for _ in _thread_pool(threads).map(chunk, starts):
             pass
     finally:
         torch.set_num_threads(threads)
