@@ -26,6 +26,7 @@ from clusterbench.methods.kr_kmeans import (
     protocentroid_sizes,
     update_protocentroids,
 )
+from clusterbench.validation import denormals_flushed
 
 AGGREGATORS = ("sum", "product")
 
@@ -334,9 +335,11 @@ def test_distances_stay_exact_far_from_the_origin(aggregator, dtype, offset):
 def test_the_sum_assignment_without_centroids_equals_the_materialised_one(
     dtype, sizes, restarts, memory_efficient, sum_path, monkeypatch
 ):
-    # Small tiles, so that several row and prefix tiles are reduced; off-centre data and a k
-    # below Πh (the last tuples are no centroids). Labels equal, distances equal to rounding.
+    # Small tiles and row chunks, so that several row and prefix tiles are reduced and several
+    # chunks go to the compiled loop; off-centre data and a k below Πh (the last tuples are no
+    # centroids). Labels equal, distances equal to rounding.
     monkeypatch.setattr("clusterbench.methods.kr_kmeans.TILE_ELEMENTS", 97)
+    monkeypatch.setattr("clusterbench.methods.kr_kmeans.PRODUCTS_ELEMENTS", 400 * restarts * sum(sizes))
     rng = torch.Generator().manual_seed(sum(sizes) + restarts)
     points = (3 * torch.randn(1500, 7, generator=rng, dtype=torch.float64) + 20).to(dtype)
     # distinct protocentroids: the explicit GEMM need not round two equal centroids alike
@@ -357,26 +360,30 @@ def test_the_sum_assignment_without_centroids_equals_the_materialised_one(
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("sizes", [(7, 4), (13, 11), (3, 4, 5)])
+@pytest.mark.parametrize("sizes", [(5, 2), (7, 4), (3, 4, 5)])
 @pytest.mark.parametrize("restarts", [1, 3])
+@pytest.mark.parametrize("chunk_rows", [None, 64])
 def test_the_compiled_sum_assignment_gives_the_tiles_labels_on_any_thread_count(
-    dtype, sizes, restarts, monkeypatch
+    dtype, sizes, restarts, chunk_rows, monkeypatch
 ):
-    # Small row chunks (1500 rows in chunks of 128 or fewer), so that the threads share out
-    # several, a last short one among them: the labels and values of the tiles and of one thread,
-    # bit for bit; torch's thread count is given back.
-    monkeypatch.setattr("clusterbench.methods.kr_kmeans.PRODUCTS_ELEMENTS", 128 * 7)
-    rng = torch.Generator().manual_seed(len(sizes) + restarts)
-    points = (3 * torch.randn(1500, 7, generator=rng, dtype=torch.float64) + 20).to(dtype)
-    draws = torch.stack([torch.randperm(1500, generator=rng)[: sum(sizes)] for _ in range(restarts)])
-    sets = [0.5 * points[part] for part in draws.split(list(sizes), 1)]
+    # Integer points and protocentroids: many distances tie exactly, and which of them rounds
+    # least depends on the GEMM's bits, so a row's products must come from the same chunks at
+    # every thread count (one chunk of all 1500 rows, or chunks of 64 with a short last one).
+    # The compiled path's labels and values at 1, 2 and 3 threads are the tiles' at one, bit for
+    # bit; torch's thread count is given back.
+    if chunk_rows is not None:
+        monkeypatch.setattr("clusterbench.methods.kr_kmeans.PRODUCTS_ELEMENTS", chunk_rows * 7 * restarts)
+    rng = np.random.default_rng(sum(sizes) + restarts)
+    points = torch.as_tensor(rng.integers(-2, 3, (1500, 7))).to(dtype)
+    sets = [torch.as_tensor(rng.integers(-1, 2, (restarts, h, 7))).to(dtype) for h in sizes]
     frame = centred_norms(points)
     n_centroids = math.prod(sizes) - 2
-    monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", False)
-    tiles = assign_without_centroids(points, frame, sets, n_centroids)
-    monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", True)
     threads = torch.get_num_threads()
     try:
+        torch.set_num_threads(1)
+        monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", False)
+        tiles = assign_without_centroids(points, frame, sets, n_centroids)
+        monkeypatch.setattr("clusterbench.methods.kr_kmeans.COMPILED_ON_CPU", True)
         for count in (1, 2, 3):
             torch.set_num_threads(count)
             labels, distances = assign_without_centroids(points, frame, sets, n_centroids)
@@ -385,6 +392,33 @@ def test_the_compiled_sum_assignment_gives_the_tiles_labels_on_any_thread_count(
             torch.testing.assert_close(distances, tiles[1], rtol=0, atol=0)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_compiled_sum_assignment_threads_keep_the_callers_denormal_mode():
+    # The pool's threads outlive a call and the flush-to-zero mode is per thread: made outside a
+    # flush block, they must still flush inside one, as the caller's own GEMMs do. float32
+    # points at 1e-20 put the products and the table among the denormals.
+    rng = torch.Generator().manual_seed(0)
+    points = 1e-20 * torch.randn(2000, 5, generator=rng)
+    sets = [points[None, :3].clone(), points[None, 3:7].clone()]
+    frame = centred_norms(points)
+    threads = torch.get_num_threads()
+    flushed = denormals_flushed()
+    try:
+        torch.set_num_threads(2)
+        torch.set_flush_denormal(False)
+        assign_without_centroids(points, frame, sets, 12)  # makes the pool, not flushing
+        torch.set_flush_denormal(True)
+        torch.set_num_threads(1)
+        expected = assign_without_centroids(points, frame, sets, 12)  # the caller's thread alone
+        torch.set_num_threads(2)
+        labels, distances = assign_without_centroids(points, frame, sets, 12)
+    finally:
+        torch.set_flush_denormal(flushed)
+        torch.set_num_threads(threads)
+    assert float(distances.max()) < 1e-30  # the test's premise: distances among the denormals
+    torch.testing.assert_close(labels, expected[0], rtol=0, atol=0)
+    torch.testing.assert_close(distances, expected[1], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])

@@ -74,6 +74,7 @@ from clusterbench.validation import (
     check_enough_points,
     check_fit_input,
     check_predict_input,
+    denormals_flushed,
     is_int,
     one_of,
     resolve_device,
@@ -659,25 +660,33 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
 
 def _nearest_compiled(products, rows: int, table, labels, best) -> None:
     """The nearest tuples by :func:`clusterbench.methods._nearest_tuple.nearest_in_rows`, written
-    into ``labels`` and ``best``. On several torch threads the row chunks are shared out to as
-    many Python threads, each doing its chunk's GEMM at one torch thread and the compiled loop
-    without the GIL (scikit-learn's Lloyd loop has the same shape: per-thread chunks, a
-    single-threaded BLAS); torch is held at one thread meanwhile, so that its idle workers
-    spinning after a parallel operation do not take the cores from them."""
+    into ``labels`` and ``best``.
+
+    On several torch threads the row chunks are shared out to as many Python threads, each doing
+    its chunk's GEMM at one torch thread and the compiled loop without the GIL (scikit-learn's
+    Lloyd loop has the same shape: per-thread chunks, a single-threaded BLAS); torch is held at
+    one thread meanwhile, so that its idle workers spinning after a parallel operation do not take
+    the cores from them. The chunks are the same whatever the thread count, and every GEMM runs
+    at one thread, so the labels are too: the GEMM does not round a row alike in chunks of other
+    sizes. (A problem of one chunk then runs on one thread.) The pool's threads take the caller's
+    denormal mode, which is per thread. Holding torch at one thread is process-wide: another
+    Python thread calling torch meanwhile runs at one thread too.
+    """
     from clusterbench.methods._nearest_tuple import nearest_in_rows
 
     table_by_last = table.transpose(1, 2).contiguous().numpy()  # (R, h_p, prefixes)
     n, threads = labels.shape[1], torch.get_num_threads()
+    flushed = denormals_flushed()
 
     def chunk(first: int) -> None:
+        torch.set_flush_denormal(flushed)
         tail, head = products(first, first + rows)
         stop = first + tail.shape[1]
         written = labels[:, first:stop].numpy(), best[:, first:stop].numpy()
         nearest_in_rows(tail.numpy(), head.numpy(), table_by_last, *written)
 
-    rows = min(rows, -(-n // threads))  # a chunk for every thread
     starts = range(0, n, rows)
-    if threads == 1 or len(starts) == 1:
+    if threads == 1:
         for first in starts:
             chunk(first)
         return
