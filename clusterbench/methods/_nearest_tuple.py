@@ -3,7 +3,7 @@
 :func:`clusterbench.methods.kr_kmeans.assign_without_centroids` reduces, for each point, the
 values T[j1, …, jp] + a_1[j1] + … + a_p[jp] over all index tuples. torch can only do it as a
 broadcast add into a tile and a minimum over it: two passes over n·Πh values, the add's inner
-loop a run of h_(p−1) values per row. This loop keeps a row's running minimum over the last set
+loop a run of the h1·…·h_(p−1) prefixes per row. This loop keeps a row's running minimum over the last set
 in cache and reads nothing else, 2-4x faster than the tiles on the benchmark's data
 (docs/benchmarks.md). numba rather than a C extension: no build step, and the loop stays Python.
 Imported only on the CPU path, so that importing clusterbench does not import numba.
