@@ -16,7 +16,7 @@ import numpy as np
 
 
 @numba.njit(nogil=True, cache=True)
-def nearest_in_rows(tail, head, table_by_last, labels, best):  # pragma: no cover - compiled
+def nearest_in_rows(tail, head, table_by_last, labels, best):
     """For each restart r and row i: the row-major first nearest index tuple and its value.
 
     ``tail`` (R, m, h_p) holds a_p, ``head`` (R, m, P) the prefix sums a_1 + … + a_(p−1) over the

@@ -676,10 +676,8 @@ def _nearest_compiled(products, rows: int, table, labels, best) -> None:
 
     table_by_last = table.transpose(1, 2).contiguous().numpy()  # (R, h_p, prefixes)
     n, threads = labels.shape[1], torch.get_num_threads()
-    flushed = denormals_flushed()
 
     def chunk(first: int) -> None:
-        torch.set_flush_denormal(flushed)
         tail, head = products(first, first + rows)
         stop = first + tail.shape[1]
         written = labels[:, first:stop].numpy(), best[:, first:stop].numpy()
@@ -690,9 +688,15 @@ def _nearest_compiled(products, rows: int, table, labels, best) -> None:
         for first in starts:
             chunk(first)
         return
+    flushed = denormals_flushed()
+
+    def chunk_in_pool(first: int) -> None:
+        torch.set_flush_denormal(flushed)  # the mode is per thread, and the pool's outlive a call
+        chunk(first)
+
     torch.set_num_threads(1)
     try:
-        for _ in _thread_pool(threads).map(chunk, starts):
+        for _ in _thread_pool(threads).map(chunk_in_pool, starts):
             pass
     finally:
         torch.set_num_threads(threads)
