@@ -10,10 +10,12 @@ C = 25. C′ = 2 and 5 are timed too. One iteration's time is the difference of 
 initialisation cancel; every fit must run exactly its cap (scikit-learn's k-means stops by itself
 once no label changes, and then skips its final assignment: a stop inside the window would make
 its iterations look cheaper), or the benchmark fails. The methods are timed interleaved in one
-process: each repeat fits every method at both caps in turn and each cap keeps its least time,
-so a busy spell of the (shared, 2-core) machine falls on all methods alike; ratios are taken
-within one thread count. ``--rounds R`` repeats the whole measurement, the thread counts in turn
-each round, so that a thread count's rounds lie minutes apart: the CSV gives each method's median
+process: each repeat fits every method in turn, untimed at the low cap and then timed at both
+caps (what the method before leaves behind, its BLAS's threads still spinning, say, falls on the
+untimed fit), and each cap keeps its least time, so a busy spell of the (shared, 2-core)
+machine falls on all methods alike; ratios are taken within one thread count. ``--rounds R``
+repeats the whole measurement, the thread counts in turn each round, so that a thread count's
+rounds lie minutes apart: the CSV gives each method's median
 over the rounds and the least and greatest round's ratio (``_low``, ``_high``), with the load
 average's range over the rounds. Our iterations include the
 per-iteration bookkeeping of ``history_`` (free energy, log-likelihood, quantization error, σ²);

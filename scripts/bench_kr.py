@@ -13,10 +13,12 @@ How the comparison is kept fair:
   finds no label change at its 5th iteration; a fit that stops skips its final assignment, so a
   stop inside the window made its iterations look ≈ 1.5x cheaper). Every fit is checked to have
   run exactly its cap; one that stopped early fails the benchmark instead of being divided out.
-- The methods are timed interleaved in one process: each repeat fits every method at both caps
-  in turn, and each cap keeps its least time over the repeats, so a busy spell of the machine
-  (2 cores, shared) falls on all methods alike rather than on one; ratios are taken within a
-  (threads, dtype, k) group.
+- The methods are timed interleaved in one process: each repeat fits every method in turn,
+  untimed at the low cap and then timed at both caps (what the method before leaves behind, its
+  BLAS's threads still spinning, say, falls on the untimed fit, not on the low cap alone), and
+  each cap keeps its least time over the repeats, so a busy spell of the machine (2 cores,
+  shared) falls on all methods alike rather than on one; ratios are taken within a (threads,
+  dtype, k) group.
 - ``--rounds R`` repeats the whole measurement, every group in turn each round, so that one
   group's rounds lie minutes apart and a busy spell longer than a round's repeats moves one
   round, not the result: the CSV gives each method's median over the rounds, the least and

@@ -43,16 +43,35 @@ def timed_fit(clock: Clock, per_iteration: float, set_up: float = 0.5, stops_at=
 
 
 def test_interleaved_timing_keeps_each_caps_least_time_and_divides_by_the_caps_difference(clock):
-    # Call 1 is the warm-up; calls 2 and 3 are the first repeat's caps, both busy for "fast",
-    # and call 5 (the second repeat's high cap) is busy for "slow": the least times ignore both.
+    # Each repeat calls a fit three times: untimed at the low cap, then timed at each cap. Calls 2
+    # and 3 (the first repeat's caps) are busy for "fast", call 6 (the second repeat's high cap)
+    # for "slow": the least times ignore both.
     fits = {
         "fast": timed_fit(clock, 0.01, busy=(2, 3)),
-        "slow": timed_fit(clock, 0.03, busy=(5,)),
+        "slow": timed_fit(clock, 0.03, busy=(6,)),
     }
     seconds = interleaved_seconds_per_iteration(fits, low=2, high=6, repeats=2)
     assert list(seconds) == ["fast", "slow"]
     assert seconds["fast"] == pytest.approx(0.01)  # the 0.5 s of set-up cancels
     assert seconds["slow"] == pytest.approx(0.03)
+
+
+def test_what_the_method_before_leaves_behind_falls_on_an_untimed_fit(clock):
+    """A fit called right after another method's takes 5 s more (that method's threads still
+    spinning, say): timed at its low cap, that would cut the iteration's time by 5 s / 4."""
+    last = []
+
+    def fit_after(name: str, per_iteration: float):
+        def fit(iterations: int) -> int:
+            clock.now += 0.5 + per_iteration * iterations + (5.0 if last and last[-1] != name else 0.0)
+            last.append(name)
+            return iterations
+
+        return fit
+
+    fits = {name: fit_after(name, per) for name, per in (("a", 2.0), ("b", 3.0))}
+    seconds = interleaved_seconds_per_iteration(fits, low=2, high=6, repeats=3)
+    assert seconds == {"a": pytest.approx(2.0), "b": pytest.approx(3.0)}
 
 
 def test_a_fit_that_stops_before_its_cap_fails_the_timing(clock):
