@@ -691,7 +691,11 @@ def _nearest_compiled(products, rows: int, table, labels, best) -> None:
     flushed = denormals_flushed()
 
     def chunk_in_pool(first: int) -> None:
-        torch.set_flush_denormal(flushed)  # the mode is per thread, and the pool's outlive a call
+        # Both are per thread, and the pool's threads outlive a call: the denormal mode, and
+        # MKL's thread count (torch sets it with mkl_set_num_threads_local). A pool thread that
+        # had not set it ran each GEMM on both cores (measured on k-means-C′'s score product).
+        torch.set_flush_denormal(flushed)
+        torch.set_num_threads(1)
         chunk(first)
 
     torch.set_num_threads(1)
