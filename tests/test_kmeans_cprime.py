@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.special import logsumexp, softmax
+from sklearn.base import clone
 from sklearn.cluster import KMeans
 
 from clusterbench.data import generators
@@ -118,6 +119,32 @@ def test_leaving_the_likelihood_out_changes_nothing_else(birch):
     assert math.isnan(lean.log_likelihood_) and kept.log_likelihood_ == pytest.approx(
         gmm_log_likelihood(X, kept), abs=1e-9
     )
+
+
+@pytest.mark.parametrize("numpy_exp", [True, False])
+def test_either_exp_gives_the_same_fits_and_likelihoods_to_rounding(birch, numpy_exp, monkeypatch):
+    """ℒ's exp runs in NumPy's loop where it is AVX-512's and in torch's elsewhere: both within
+    an ulp of exp, in place (the scores block it overwrites is a view), for hard and soft
+    assignments; the soft ones' centres, made from those values, move by rounding only."""
+    from clusterbench.methods import kmeans_cprime
+
+    values = torch.linspace(-745.0, 0.0, 10001, dtype=torch.float64).reshape(1, 1, -1)
+    monkeypatch.setattr(kmeans_cprime, "_NUMPY_EXP", numpy_exp)
+    view = values.clone()[..., ::2]
+    assert kmeans_cprime._exp_(view) is view
+    expected = np.exp(values[..., ::2].numpy().astype(np.longdouble))
+    np.testing.assert_array_less(np.abs(view.numpy() - expected), 1.01 * np.spacing(view.numpy()) + 1e-320)
+    X, _ = birch
+    for model in (KMeansCPrime(25, c_prime=1, random_state=2), IsotropicGMM(25, random_state=2, max_iter=40)):
+        fitted = clone(model).fit(X)
+        assert fitted.log_likelihood_ == pytest.approx(gmm_log_likelihood(X, fitted), abs=1e-10)
+        monkeypatch.setattr(kmeans_cprime, "_NUMPY_EXP", not numpy_exp)
+        other = clone(model).fit(X)
+        monkeypatch.setattr(kmeans_cprime, "_NUMPY_EXP", numpy_exp)
+        assert np.array_equal(fitted.labels_, other.labels_) and fitted.n_iter_ == other.n_iter_
+        np.testing.assert_allclose(fitted.cluster_centers_, other.cluster_centers_, rtol=0, atol=1e-10)
+        likelihoods = fitted.history_["log_likelihood"], other.history_["log_likelihood"]
+        np.testing.assert_allclose(*likelihoods, rtol=0, atol=1e-12)
 
 
 def test_lazy_kmeans_with_epsilon_zero_is_kmeans(birch):
