@@ -313,9 +313,10 @@ def test_committed_paper_records_of_zoo_are_what_this_code_computes(method, tmp_
     """CLAM Table 1's records (profile paper) were written by this code: rerunning Zoo's points
     (both readings of β, 10 restarts x 200 epochs) gives every metric back. Records of earlier
     code had drifted unnoticed (SC 0.409 against today's 0.399) until a rerun compared them."""
-    from tests.helpers import assert_refit_reproduces_committed, require_cached
+    from tests.helpers import assert_refit_reproduces_committed, require_cached, require_records_cpu
 
     require_cached("zoo")
+    require_records_cpu()
     overrides = ["profile=paper", f"method={method}", "dataset=zoo", "seed=0"]
     compared = assert_refit_reproduces_committed(tmp_path, "clam_table1", *overrides, atol=1e-9)
     assert compared == 2  # β read both ways

@@ -769,8 +769,9 @@ def test_committed_restart_odds_records_whose_start_ties_are_what_this_code_comp
     """Soybean's single restarts that drew one point twice into a protocentroid set (random_state
     10, 25, 141, 162, 193, 197, 229): whole rows of centroids tie exactly, so only the first-nearest
     rule decides their labels; their committed records were refitted under it on 2026-11-26."""
-    from tests.helpers import assert_refit_reproduces_committed
+    from tests.helpers import assert_refit_reproduces_committed, require_records_cpu
 
+    require_records_cpu()
     overrides = [
         f"method={method}",
         "dataset=soybean_large",
