@@ -123,7 +123,7 @@ def test_leaving_the_likelihood_out_changes_nothing_else(birch):
 
 @pytest.mark.parametrize("numpy_exp", [True, False])
 def test_either_exp_gives_the_same_fits_and_likelihoods_to_rounding(birch, numpy_exp, monkeypatch):
-    """ℒ's exp runs in NumPy's loop where it is AVX-512's and in torch's elsewhere: both within
+    """ℒ's exp runs in NumPy's loop where that is faster and in torch's elsewhere: both within
     an ulp of exp, in place (the scores block it overwrites is a view), for hard and soft
     assignments; the soft ones' centres, made from those values, move by rounding only."""
     from clusterbench.methods import kmeans_cprime
@@ -145,6 +145,18 @@ def test_either_exp_gives_the_same_fits_and_likelihoods_to_rounding(birch, numpy
         np.testing.assert_allclose(fitted.cluster_centers_, other.cluster_centers_, rtol=0, atol=1e-10)
         likelihoods = fitted.history_["log_likelihood"], other.history_["log_likelihood"]
         np.testing.assert_allclose(*likelihoods, rtol=0, atol=1e-12)
+
+
+def test_numpys_exp_is_taken_only_for_its_avx512_loop_on_an_amd_cpu(tmp_path):
+    from clusterbench.methods.kmeans_cprime import _numpy_exp_is_faster
+
+    found = np.lib.introspect.opt_func_info(func_name="^exp$", signature="float64")
+    target = next(iter(found["exp"].values()))["current"]
+    avx512 = "AVX512" in target or target == "X86_V4"
+    for vendor, expected in (("AuthenticAMD", avx512), ("GenuineIntel", False)):
+        (tmp_path / vendor).write_text(f"processor\t: 0\nvendor_id\t: {vendor}\n")
+        assert _numpy_exp_is_faster(tmp_path / vendor) is expected, vendor
+    assert _numpy_exp_is_faster(tmp_path / "absent") is False
 
 
 def test_lazy_kmeans_with_epsilon_zero_is_kmeans(birch):
@@ -457,3 +469,108 @@ def test_method_configs_run_and_record_the_papers_metrics(tmp_path, method):
     assert outcome.status == "ok" and scores["n_found"] == 25
     assert -7.0 < scores["free_energy"] <= scores["log_likelihood"] + 1e-9 < -5.0
     assert scores["purity"] > 0.8 and scores["quantization_error"] > 0
+
+
+# The compiled hard pass (C′ = 1 on the CPU): numba loops in a thread pool in place of torch's
+# operations, to the same bits.
+
+
+def fits_both_ways(monkeypatch, make, X):
+    """``make()`` fitted on the compiled pass and on torch's operations."""
+    from clusterbench.methods import kmeans_cprime
+
+    fitted = []
+    for compiled in (True, False):
+        monkeypatch.setattr(kmeans_cprime, "COMPILED_ON_CPU", compiled)
+        fitted.append(make().fit(X))
+    return fitted
+
+
+def assert_same_fit(compiled, torch_path):
+    """Labels, centres, iterations and every history entry to the bit, ℒ to rounding: the
+    compiled pass sums eq. 3's logs over groups of points (1e-15 relative)."""
+    assert np.array_equal(compiled.labels_, torch_path.labels_) and compiled.n_iter_ == torch_path.n_iter_
+    np.testing.assert_array_equal(compiled.cluster_centers_, torch_path.cluster_centers_)
+    np.testing.assert_array_equal(compiled.restart_free_energies_, torch_path.restart_free_energies_)
+    assert sorted(compiled.history_) == sorted(torch_path.history_)
+    for key, values in torch_path.history_.items():
+        if key == "log_likelihood":
+            np.testing.assert_allclose(compiled.history_[key], values, rtol=1e-14, atol=0)
+        else:
+            np.testing.assert_array_equal(compiled.history_[key], values, err_msg=key)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("track_likelihood", [True, False])
+def test_the_compiled_hard_pass_fits_what_torchs_operations_fit(
+    birch, threads, track_likelihood, monkeypatch
+):
+    """Batched restarts that stop at different iterations (so the pass also runs on some of
+    them, indexed) and chunks of 250 points (the moves of several chunks in order), at one
+    thread and in the two-thread pool."""
+    from clusterbench.methods import kmeans_cprime
+
+    X, _ = birch
+    monkeypatch.setattr(kmeans_cprime, "CHUNK_ELEMENTS", 250 * 25 * 5)
+    make = lambda: KMeansCPrime(  # noqa: E731
+        25, c_prime=1, n_init=5, init="random", tol=1e-8, random_state=3,
+        track_likelihood=track_likelihood, n_threads=threads,
+    )  # fmt: skip
+    compiled, torch_path = fits_both_ways(monkeypatch, make, X)
+    assert_same_fit(compiled, torch_path)
+    singles = [
+        KMeansCPrime(25, c_prime=1, init="random", tol=1e-8, random_state=s).fit(X)
+        for s in restart_seeds(3, 5)
+    ]
+    assert len({s.n_iter_ for s in singles}) > 1  # they do stop at different iterations
+    if track_likelihood:
+        assert compiled.log_likelihood_ == pytest.approx(gmm_log_likelihood(X, compiled), abs=1e-10)
+
+
+def test_the_compiled_pass_gives_the_same_bits_at_one_and_two_threads(monkeypatch):
+    """Every chunk's product runs at one thread in the pool, and its sums are added in chunk
+    order: the fit does not depend on the thread count."""
+    from clusterbench.methods import kmeans_cprime
+
+    X, _ = mixture(seed=8, n=3000, d=6, k=5)
+    monkeypatch.setattr(kmeans_cprime, "CHUNK_ELEMENTS", 200 * 5)
+    one, two = (KMeansCPrime(5, c_prime=1, n_init=3, random_state=1, n_threads=t).fit(X) for t in (1, 2))
+    assert np.array_equal(one.labels_, two.labels_)
+    np.testing.assert_array_equal(one.cluster_centers_, two.cluster_centers_)
+    for key, values in one.history_.items():
+        np.testing.assert_array_equal(two.history_[key], values, err_msg=key)
+
+
+def test_the_compiled_pass_breaks_ties_as_torch_does(monkeypatch):
+    """Exact ties: two equal centres (the first of them is nearest) and points halfway between two
+    centres, whose held label stays while it still ties (the guess rule), on integer data."""
+    X = np.array([[0.0], [0.0], [2.0], [2.0], [1.0], [1.0], [5.0], [6.0], [3.0], [1.0]])
+    start = np.array([[0.0], [0.0], [2.0], [6.0]])  # centres 0 and 1 equal; 1.0 halfway 0 and 2
+    make = lambda: KMeansCPrime(4, c_prime=1, init=start, max_iter=5)  # noqa: E731
+    compiled, torch_path = fits_both_ways(monkeypatch, make, X)
+    assert_same_fit(compiled, torch_path)
+    from clusterbench.methods._hard_pass import nearest_in_chunk
+
+    scores = np.array(
+        [[[1.0, 3.0, 2.0, 5.0], [1.0, 3.0, 4.0, 5.0], [0.0, 3.0, 4.0, 1.0]]]
+    )  # (1, C = 3, m = 4)
+    labels, best, held = np.empty((1, 4), np.int64), np.empty((1, 4)), np.empty((1, 4))
+    guess = np.array([[1, 1, 0, 2]])
+    nearest_in_chunk(scores.copy(), guess, True, labels, best, held, False)
+    # point 0: the guess 1 ties with 0 and stays; 1: the guess ties with 0 and 2, stays; 2: the guess
+    # falls short, the first of the tied 1 and 2 wins; 3: the guess falls short, 0 and 1 tie
+    np.testing.assert_array_equal(labels, [[1, 1, 1, 0]])
+    np.testing.assert_array_equal(best, [[1.0, 3.0, 4.0, 5.0]])
+    np.testing.assert_array_equal(held, [[1.0, 3.0, 2.0, 1.0]])
+    nearest_in_chunk(scores.copy(), guess, False, labels, best, held, False)  # the seeding: no guess
+    np.testing.assert_array_equal(labels, [[0, 0, 1, 0]])
+    np.testing.assert_array_equal(held, best)
+    shifted = scores.copy()
+    nearest_in_chunk(shifted, guess, True, labels, best, held, True)
+    np.testing.assert_array_equal(shifted, scores - best[:, None])
+
+
+def test_lazy_kmeans_keeps_torchs_pass():
+    """Lazy-k-means's E-step is not the nearest cluster: the compiled pass must not take it."""
+    assert KMeansCPrime(3, c_prime=1)._assigns_nearest() and not KMeansCPrime(3, c_prime=2)._assigns_nearest()
+    assert not LazyKMeans(3, epsilon=0.1)._assigns_nearest()

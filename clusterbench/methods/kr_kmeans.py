@@ -52,10 +52,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -64,6 +61,7 @@ import torch
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from clusterbench.methods._chunk_pool import map_chunks
 from clusterbench.methods._seeding import restart_seeds
 from clusterbench.validation import (
     BOOLEAN,
@@ -74,7 +72,6 @@ from clusterbench.validation import (
     check_enough_points,
     check_fit_input,
     check_predict_input,
-    denormals_flushed,
     is_int,
     one_of,
     resolve_device,
@@ -660,22 +657,13 @@ def assign_without_centroids(points, frame, protocentroids, n_centroids, memory_
 
 def _nearest_compiled(products, rows: int, table, labels, best) -> None:
     """The nearest tuples by :func:`clusterbench.methods._nearest_tuple.nearest_in_rows`, written
-    into ``labels`` and ``best``.
-
-    On several torch threads the row chunks are shared out to as many Python threads, each doing
-    its chunk's GEMM at one torch thread and the compiled loop without the GIL (scikit-learn's
-    Lloyd loop has the same shape: per-thread chunks, a single-threaded BLAS); torch is held at
-    one thread meanwhile, so that its idle workers spinning after a parallel operation do not take
-    the cores from them. The chunks are the same whatever the thread count, and every GEMM runs
-    at one thread, so the labels are too: the GEMM does not round a row alike in chunks of other
-    sizes. (A problem of one chunk then runs on one thread.) The pool's threads take the caller's
-    denormal mode, which is per thread. Holding torch at one thread is process-wide: another
-    Python thread calling torch meanwhile runs at one thread too.
+    into ``labels`` and ``best``, the row chunks shared out to torch's threads by
+    :func:`clusterbench.methods._chunk_pool.map_chunks` (every GEMM at one thread, so the labels
+    are the same at any thread count; a problem of one chunk then runs on one thread).
     """
     from clusterbench.methods._nearest_tuple import nearest_in_rows
 
     table_by_last = table.transpose(1, 2).contiguous().numpy()  # (R, h_p, prefixes)
-    n, threads = labels.shape[1], torch.get_num_threads()
 
     def chunk(first: int) -> None:
         tail, head = products(first, first + rows)
@@ -683,41 +671,7 @@ def _nearest_compiled(products, rows: int, table, labels, best) -> None:
         written = labels[:, first:stop].numpy(), best[:, first:stop].numpy()
         nearest_in_rows(tail.numpy(), head.numpy(), table_by_last, *written)
 
-    starts = range(0, n, rows)
-    if threads == 1:
-        for first in starts:
-            chunk(first)
-        return
-    flushed = denormals_flushed()
-
-    def chunk_in_pool(first: int) -> None:
-        # Both are per thread, and the pool's threads outlive a call: the denormal mode, and
-        # MKL's thread count (torch sets it with mkl_set_num_threads_local). A pool thread that
-        # had not set it ran each GEMM on both cores (measured on k-means-C′'s score product).
-        torch.set_flush_denormal(flushed)
-        torch.set_num_threads(1)
-        chunk(first)
-
-    torch.set_num_threads(1)
-    try:
-        for _ in _thread_pool(threads).map(chunk_in_pool, starts):
-            pass
-    finally:
-        torch.set_num_threads(threads)
-
-
-_THREAD_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
-_THREAD_POOLS_LOCK = threading.Lock()
-
-
-def _thread_pool(threads: int) -> ThreadPoolExecutor:
-    """This process's pool of ``threads`` threads, made on first use: a forked child makes its
-    own, as the parent's threads do not exist in it."""
-    key = (os.getpid(), threads)
-    with _THREAD_POOLS_LOCK:
-        if key not in _THREAD_POOLS:
-            _THREAD_POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="kr-sum-assign")
-        return _THREAD_POOLS[key]
+    map_chunks(chunk, range(0, labels.shape[1], rows))
 
 
 def _nearest_by_tiles(products, rows: int, table, labels, best) -> None:
