@@ -17,9 +17,11 @@ machine falls on all methods alike; ratios are taken within one thread count. ``
 repeats the whole measurement, the thread counts in turn each round, so that a thread count's
 rounds lie minutes apart: the CSV gives each method's median
 over the rounds and the least and greatest round's ratio (``_low``, ``_high``), with the load
-average's range over the rounds. Our iterations include the
+average's range over the rounds and the CPU that ran them (``hardware``). Our iterations include the
 per-iteration bookkeeping of ``history_`` (free energy, log-likelihood, quantization error, σ²);
 ``kmeans_cprime_1_no_likelihood`` is C′ = 1 with ``track_likelihood=False`` (no ℒ per iteration);
+``kmeans_cprime_1_torch_ops`` is C′ = 1 with its pass in torch's operations
+(``COMPILED_ON_CPU = False``, the path off the CPU) in place of the compiled pass;
 ``kmeans_cprime_1_scores_only`` is its pass reduced to the score product (the GEMM a Lloyd
 iteration's distances cost too): the floor of our iteration with torch's operations.
 
@@ -38,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from clusterbench.results import atomic_write_text
+from clusterbench.results import atomic_write_text, processor
 from clusterbench.scripting import output_folder, positive_int, run_script
 from clusterbench.timing import time_in_rounds
 
@@ -55,7 +57,7 @@ def method_fits(n: int, d: int, k: int) -> dict[str, Callable[[int], int]]:
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
-    from clusterbench.methods import KMeansCPrime
+    from clusterbench.methods import KMeansCPrime, kmeans_cprime
     from clusterbench.methods.kmeans_cprime import CHUNK_ELEMENTS, MIN_CHUNK_POINTS, score_factors
 
     rng = np.random.default_rng(0)
@@ -79,8 +81,9 @@ def method_fits(n: int, d: int, k: int) -> dict[str, Callable[[int], int]]:
             warnings.simplefilter("ignore", ConvergenceWarning)
             return model.fit(X).n_iter_
 
-    def ours(c_prime, track_likelihood=True):
+    def ours(c_prime, track_likelihood=True, compiled=True):
         def fit(iterations):
+            kmeans_cprime.COMPILED_ON_CPU = compiled
             model = KMeansCPrime(
                 k,
                 c_prime=c_prime,
@@ -91,7 +94,10 @@ def method_fits(n: int, d: int, k: int) -> dict[str, Callable[[int], int]]:
                 device="cpu",
                 n_threads=None,  # the threads main() set, as scikit-learn's side gets
             )
-            return model.fit(X).n_iter_
+            try:
+                return model.fit(X).n_iter_
+            finally:
+                kmeans_cprime.COMPILED_ON_CPU = True
 
         return fit
 
@@ -116,6 +122,8 @@ def method_fits(n: int, d: int, k: int) -> dict[str, Callable[[int], int]]:
     fits |= {f"kmeans_cprime_{c_prime}": ours(c_prime) for c_prime in (1, 2, 5, k)}
     # C′ = 1 without ℒ in its history: the work of a Lloyd iteration plus the free energy.
     fits["kmeans_cprime_1_no_likelihood"] = ours(1, track_likelihood=False)
+    # C′ = 1 by torch's operations, as off the CPU (and on it before the compiled pass)
+    fits["kmeans_cprime_1_torch_ops"] = ours(1, compiled=False)
     fits["kmeans_cprime_1_scores_only"] = scores_only
     return fits
 
@@ -144,9 +152,12 @@ def main() -> None:
     n, d, k = 20000 if args.quick else 100000, 74, 25
     fits = method_fits(n, d, k)  # one data set for every thread count and round
     groups = {threads: (f"{threads} thread(s)", threads, lambda: fits) for threads in args.threads}
+    hardware = processor("cpu")  # the ratios move with the CPU: an AMD EPYC's and an Intel Xeon's differ
     timings = time_in_rounds(groups, args.rounds, LOW, HIGH, args.repeats, reference="kmeans_sklearn_lloyd")
     frames = [
-        timed.frame(REFERENCES).assign(n=n, d=d, k=k, threads=threads, caps=f"{LOW}-{HIGH}")
+        timed.frame(REFERENCES).assign(
+            n=n, d=d, k=k, threads=threads, caps=f"{LOW}-{HIGH}", hardware=hardware
+        )
         for threads, timed in timings.items()
     ]
     frame = pd.concat(frames, ignore_index=True)
