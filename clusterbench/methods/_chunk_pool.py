@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 import torch
@@ -46,10 +46,16 @@ def map_chunks(
 
     held = torch.get_num_threads()
     torch.set_num_threads(1)
+    futures = []
     try:
-        return list(_thread_pool(threads).map(in_pool, starts))
+        pool = _thread_pool(threads)
+        futures = [pool.submit(in_pool, start) for start in starts]
     finally:
+        # every chunk done before the count is restored, also when one raised: the others still
+        # write the caller's buffers, and each sets its thread's count as it starts
+        wait(futures)
         torch.set_num_threads(held)
+    return [future.result() for future in futures]
 
 
 _THREAD_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}

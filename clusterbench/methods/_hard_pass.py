@@ -9,8 +9,9 @@ without the GIL, so the chunks run in a thread pool (:mod:`clusterbench.methods.
 At two threads this took C′ = 1 from 1.61x to 1.16x a scikit-learn Lloyd iteration, at one from
 1.18x to 1.08x (docs/benchmarks.md). The arithmetic is
 torch's own (the same maxima and subtractions, the moves' sums in ``index_add_``'s order), so
-labels, centres and free energies are the torch path's to the bit; ℒ's logs are taken over
-products of ``LOG_GROUP`` points (within 1e-14 relative of torch's per-point logs).
+labels, centres and free energies are the torch path's at one thread to the bit, at any thread
+count; ℒ's logs are taken over products of ``LOG_GROUP`` points (within 1e-14 relative of
+torch's per-point logs on the benchmark's and the tests' data).
 Imported only on the CPU path, so that importing clusterbench does not import numba.
 """
 
@@ -63,7 +64,7 @@ def nearest_in_chunk(scores, guess, guessed, labels, best, held, shift):
 def log_likelihood(spread, best):
     """Σᵢ (maxᵢ + log Σ_c exp(a_c/σ² − maxᵢ)) per restart (R,): ℒ's sum over a chunk (eq. 3,
     less the terms common to all points), from ``spread`` (R, C, m) = the exponentials, summed
-    over the clusters in order as torch's ``sum(1)`` does, and ``best`` (R, m) = the maxima."""
+    over the clusters in order, and ``best`` (R, m) = the maxima."""
     restarts, clusters, points = spread.shape
     sums = np.zeros(restarts)
     total = np.empty(points)

@@ -44,8 +44,9 @@ Where the paper leaves a choice open, and what is done here:
   iteration in chunks of points; a converged restart leaves the batch. The restart
   with the highest final free energy is kept (the objective the algorithm increases).
 - On the CPU the pass of C′ = 1 (not lazy-k-means's) is compiled
-  (:mod:`clusterbench.methods._hard_pass`), its chunks shared out to the caller's threads; the
-  fit is the same at any thread count, and the same as torch's operations give (ℒ to 1e-15).
+  (:mod:`clusterbench.methods._hard_pass`), its chunks shared out to the caller's threads: its
+  iterations give the same bits at any thread count, those of torch's operations at one thread
+  (ℒ to rounding; at more threads torch splits its sums over many points, which rounds otherwise).
 """
 
 from __future__ import annotations
@@ -200,8 +201,9 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
 
     def _assigns_nearest(self) -> bool:
         """Whether the E-step holds each point's nearest cluster alone (C′ = 1): then the CPU's
-        pass is :func:`_hard_pass_compiled`."""
-        return self._truncation() == 1
+        pass is :func:`_hard_pass_compiled`, which makes no call to :meth:`_e_step`. Opt-in: a
+        variant with an E-step of its own keeps torch's operations."""
+        return False
 
     # ------------------------------------------------------------------ public API
 
@@ -314,12 +316,7 @@ class _TruncatedEM(TorchHyperparameters, ClusterMixin, BaseEstimator):
         compiled pass shares its chunks out to the caller's threads; everything else then runs
         at one torch thread, so that no torch worker is left spinning into the pass (at two
         threads the pool's pass gained 1.3x with them, 1.7-1.8x without)."""
-        compiled = (
-            self._truncation() == 1
-            and extended.device.type == "cpu"
-            and COMPILED_ON_CPU
-            and self._assigns_nearest()
-        )
+        compiled = extended.device.type == "cpu" and COMPILED_ON_CPU and self._assigns_nearest()
         pool_threads = torch.get_num_threads()
         with torch_threads(1 if compiled else None):
             return self._iterate(extended, norms, centres, floor, pool_threads if compiled else None)
@@ -795,6 +792,9 @@ class KMeansCPrime(_TruncatedEM):
     def _tracks_likelihood(self) -> bool:
         return self.track_likelihood
 
+    def _assigns_nearest(self) -> bool:
+        return self.c_prime == 1
+
     def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
         """The C′ nearest clusters (Corollary 1); labels: the nearest."""
         c_prime = self._truncation()
@@ -836,6 +836,9 @@ class IsotropicGMM(_TruncatedEM):
 
     def _truncation(self) -> int:
         return self.n_clusters
+
+    def _assigns_nearest(self) -> bool:
+        return self.n_clusters == 1
 
     def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
         """Every cluster holds every point (eq. 5 over all C: the posterior; with C = 1 the one

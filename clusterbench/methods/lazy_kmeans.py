@@ -58,9 +58,6 @@ class LazyKMeans(_TruncatedEM):
     def _extra_checks(self) -> list[tuple[str, Constraint]]:
         return [("epsilon", NON_NEGATIVE_REAL)]
 
-    def _assigns_nearest(self) -> bool:
-        return False  # a point keeps its cluster unless the nearest is (1 + ε) times closer
-
     def _e_step(self, scores: torch.Tensor, nearest: torch.Tensor, held: torch.Tensor | None, norms, sigma2):
         if held is None:
             return nearest[:, None], nearest
