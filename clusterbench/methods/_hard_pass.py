@@ -7,11 +7,11 @@ the sum of its exponentials. In torch that is a dozen operations per chunk, each
 fork-join of its own; here a chunk is its score product, the exponential and three calls
 without the GIL, so the chunks run in a thread pool (:mod:`clusterbench.methods._chunk_pool`).
 At two threads this took C′ = 1 from 1.61x to 1.16x a scikit-learn Lloyd iteration, at one from
-1.18x to 1.08x (docs/benchmarks.md). The arithmetic is
-torch's own (the same maxima and subtractions, the moves' sums in ``index_add_``'s order), so
-labels, centres and free energies are the torch path's at one thread to the bit, at any thread
-count; ℒ's logs are taken over products of ``LOG_GROUP`` points (within 1e-14 relative of
-torch's per-point logs on the benchmark's and the tests' data).
+1.18x to 1.08x (docs/benchmarks.md). The arithmetic is torch's own (the same maxima and
+subtractions, the moves' sums in ``index_add_``'s order), so labels, centres and free energies
+are the torch path's at one thread to the bit, at any thread count; ℒ's logs are taken over
+products of ``LOG_GROUP`` points (within 1e-14 relative of torch's per-point logs on the
+benchmark's and the tests' data).
 Imported only on the CPU path, so that importing clusterbench does not import numba.
 """
 
@@ -90,9 +90,9 @@ def log_likelihood(spread, best):
 
 @numba.njit(nogil=True, cache=True)
 def moved_rows(points, before, after):
-    """The points of a chunk whose label changed, copied while the chunk is in cache: (rows (q, D),
-    restart (q,), arrival (q,), departure (q,)), restart by restart and each in point order.
-    ``points`` (m, D); ``before`` and ``after`` (R, m): the held and the new labels."""
+    """The points of a chunk whose label changed, copied out in the pool (their reads wait on
+    memory): (rows (q, D), restart (q,), arrival (q,), departure (q,)), restart by restart and each
+    in point order. ``points`` (m, D); ``before`` and ``after`` (R, m): the held and the new labels."""
     restarts, count = before.shape
     moved = 0
     for r in range(restarts):

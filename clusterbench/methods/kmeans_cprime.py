@@ -599,8 +599,10 @@ def _hard_pass_compiled(
             nearest_in_chunk(
                 values, guess[:, lo:hi], before is not None, labels, maxima, held_scores, likelihood_tracked
             )
-            # the scores are now a/σ² − max: the terms of eq. 3
-            likelihood = log_likelihood(_exp_(scores).numpy(), maxima) if likelihood_tracked else None
+            likelihood = None
+            if likelihood_tracked:  # the scores are now a/σ² − max, eq. 3's terms: exp in place
+                _exp_(scores)
+                likelihood = log_likelihood(values, maxima)
         finally:
             free_blocks.put(views)
         # The moved points' rows, gathered here in the pool: their reads wait on memory (1.3 ms
